@@ -1,0 +1,3 @@
+"""medeval_kit: evaluate LLMs as generators and judges in medicine."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,63 @@
+"""The ``medeval`` command. Each module adds its own sub-commands through ``register_cli``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Modules that contribute sub-commands, in the order they appear in --help.
+# Each defines ``register_cli(subparsers) -> None`` and sets ``func`` on its parsers.
+COMMAND_MODULES = (
+    "medeval_kit.runner",
+    "medeval_kit.agreement",
+    "medeval_kit.bias",
+    "medeval_kit.llm",
+    "medeval_kit.rounds",
+    "medeval_kit.report",
+    "medeval_kit.bench",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level argument parser with every registered sub-command."""
+    parser = argparse.ArgumentParser(
+        prog="medeval", description="Evaluate LLMs as generators and judges in medicine."
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # module not written yet
+                continue
+            raise
+        register = getattr(module, "register_cli", None)
+        if register is not None:
+            register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; return the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # user-facing: one clear line, not a traceback
+        from medeval_kit.errors import MedevalError
+
+        if isinstance(exc, (MedevalError, FileNotFoundError)):
+            print(f"medeval: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

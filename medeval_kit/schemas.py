@@ -1,0 +1,287 @@
+"""Tidy, long-format tables shared by every analysis, and their validation.
+
+Five tables carry all data through medeval_kit. Each is a long DataFrame, one row per
+observation; extra columns are allowed and kept. ``validate(df, "annotations")`` checks a
+frame against its schema and raises :class:`SchemaError` naming the table, the column and
+the offending rows. Nothing is coerced: a wrong dtype is an error, not a silent cast.
+
+=============  ==============================================================================
+table          one row per ...
+=============  ==============================================================================
+items          question or case (``item``, ``dataset``; optional text columns)
+responses      model output for an item (``item``, ``model``, ``repeat``, ``text``)
+judgments      one judge call's verdict on one criterion in one presentation order and repeat
+annotations    label that one rater (human or llm) gave one item on one criterion
+rounds         score of one aspect of one component in one refinement round of one item
+=============  ==============================================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+from pandas.api import types as ptypes
+
+from medeval_kit.errors import SchemaError
+
+__all__ = [
+    "Column",
+    "Schema",
+    "SCHEMAS",
+    "SchemaError",
+    "validate",
+    "PARSE_STATUSES",
+    "PROTOCOLS",
+    "RATER_KINDS",
+]
+
+PARSE_STATUSES = ("ok", "failed", "missing")
+"""``ok``: verdict parsed; ``failed``: raw text kept, nothing parsed; ``missing``: no call made."""
+
+PROTOCOLS = ("pairwise", "rubric", "multi_answer", "reference", "multi_response")
+RATER_KINDS = ("human", "llm")
+
+_KINDS = ("str", "int", "float", "bool", "any")
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a schema: its name, kind, and whether it may be absent or hold NA."""
+
+    name: str
+    kind: str = "any"
+    required: bool = True
+    nullable: bool = False
+    allowed: tuple | None = None
+    doc: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in _KINDS:
+            raise ValueError(f"Column kind must be one of {_KINDS}; not {self.kind!r}.")
+
+
+@dataclass(frozen=True)
+class Schema:
+    """A named table layout: columns, the unique key, and a one-line description."""
+
+    name: str
+    columns: tuple[Column, ...]
+    key: tuple[str, ...]
+    doc: str = ""
+    _by_name: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {c.name: c for c in self.columns})
+
+    def __getitem__(self, name: str) -> Column:
+        return self._by_name[name]
+
+    @property
+    def required(self) -> list[str]:
+        """Names of the columns that must be present."""
+        return [c.name for c in self.columns if c.required]
+
+    def describe(self) -> pd.DataFrame:
+        """Return the schema as a DataFrame (column, kind, required, nullable, allowed, doc)."""
+        return pd.DataFrame(
+            [
+                {
+                    "column": c.name,
+                    "kind": c.kind,
+                    "required": c.required,
+                    "nullable": c.nullable,
+                    "allowed": ", ".join(map(str, c.allowed)) if c.allowed else "",
+                    "doc": c.doc,
+                }
+                for c in self.columns
+            ]
+        )
+
+
+def _c(name, kind="any", required=True, nullable=False, allowed=None, doc=""):
+    return Column(name, kind, required, nullable, tuple(allowed) if allowed else None, doc)
+
+
+SCHEMAS: dict[str, Schema] = {
+    s.name: s
+    for s in [
+        Schema(
+            "items",
+            (
+                _c("item", "str", doc="unique item id"),
+                _c("dataset", "str", doc="dataset the item comes from"),
+                _c("question", "str", required=False, nullable=True, doc="question or instruction text"),
+                _c("context", "str", required=False, nullable=True, doc="case, note or document text"),
+                _c("answer", "str", required=False, nullable=True, doc="reference answer"),
+            ),
+            key=("item",),
+            doc="the questions or cases",
+        ),
+        Schema(
+            "responses",
+            (
+                _c("item", "str"),
+                _c("model", "str", doc="model that produced the text"),
+                _c("repeat", "int", doc="sample index, 0-based"),
+                _c("text", "str", nullable=True, doc="the output; NA when the call failed"),
+            ),
+            key=("item", "model", "repeat"),
+            doc="model outputs",
+        ),
+        Schema(
+            "judgments",
+            (
+                _c("item", "str"),
+                _c("judge", "str", doc="judge model or rater id"),
+                _c("protocol", "str", allowed=PROTOCOLS),
+                _c("criterion", "str"),
+                _c("order", "str", doc="presentation order, e.g. 'AB' or 'BA'"),
+                _c("repeat", "int"),
+                _c("raw", "str", nullable=True, doc="raw judge output, kept even when unparseable"),
+                _c("verdict", "str", required=False, nullable=True, doc="parsed categorical verdict"),
+                _c("score", "float", required=False, nullable=True, doc="parsed numeric score"),
+                _c("parse_status", "str", allowed=PARSE_STATUSES),
+            ),
+            key=("item", "judge", "protocol", "criterion", "order", "repeat"),
+            doc="LLM-judge outputs, one row per call and criterion",
+        ),
+        Schema(
+            "annotations",
+            (
+                _c("item", "str"),
+                _c("rater", "str"),
+                _c("rater_kind", "str", allowed=RATER_KINDS),
+                _c("criterion", "str"),
+                _c("label", "any", nullable=True, doc="the label; NA = rater gave none"),
+            ),
+            key=("item", "rater", "criterion"),
+            doc="labels by human and LLM raters",
+        ),
+        Schema(
+            "rounds",
+            (
+                _c("item", "str"),
+                _c("round", "int", doc="refinement round, 1 = initial draft"),
+                _c("component", "str", doc="e.g. context, question, answer, distractors, reasoning"),
+                _c("aspect", "str", doc="rubric aspect, or 'total' for the component score"),
+                _c("score", "float", nullable=True, doc="NA when the critique could not be parsed"),
+                _c("max_score", "float", nullable=True),
+                _c("stop", "bool", doc="the run stopped after this round"),
+                _c("best", "bool", doc="this round was selected as the output"),
+            ),
+            key=("item", "round", "component", "aspect"),
+            doc="round-wise scores of iterative refinement",
+        ),
+    ]
+}
+
+
+def _kind_ok(series: pd.Series, kind: str) -> pd.Series:
+    """Return a boolean mask: True where the non-null value matches ``kind``."""
+    notna = series.notna()
+    if kind == "any":
+        return pd.Series(True, index=series.index)
+    if kind == "str":
+        if ptypes.is_string_dtype(series.dtype) and not ptypes.is_object_dtype(series.dtype):
+            return pd.Series(True, index=series.index)
+        return series.map(lambda v: isinstance(v, str)) | ~notna
+    if kind == "int":
+        if ptypes.is_integer_dtype(series.dtype) and not ptypes.is_bool_dtype(series.dtype):
+            return pd.Series(True, index=series.index)
+        return pd.Series(False, index=series.index) | ~notna
+    if kind == "float":
+        if ptypes.is_numeric_dtype(series.dtype) and not ptypes.is_bool_dtype(series.dtype):
+            return pd.Series(True, index=series.index)
+        return pd.Series(False, index=series.index) | ~notna
+    if kind == "bool":
+        if ptypes.is_bool_dtype(series.dtype):
+            return pd.Series(True, index=series.index)
+        return series.map(lambda v: isinstance(v, bool)) | ~notna
+    raise AssertionError(kind)
+
+
+def validate(
+    df: pd.DataFrame,
+    table: str,
+    *,
+    source: str | None = None,
+    categories: Mapping[str, Iterable] | None = None,
+) -> pd.DataFrame:
+    """Return ``df`` unchanged if it fits schema ``table``; else raise :class:`SchemaError`.
+
+    ``categories`` declares allowed values for further columns, e.g. ``{"label": ["A", "B", "tie"]}``.
+    ``source`` (a file name) is named in the error.
+
+    >>> import pandas as pd
+    >>> a = pd.DataFrame({"item": ["1"], "rater": ["r1"], "rater_kind": ["human"],
+    ...                   "criterion": ["overall"], "label": ["A"]})
+    >>> validate(a, "annotations", categories={"label": ["A", "B"]}).shape
+    (1, 5)
+    """
+    if table not in SCHEMAS:
+        raise ValueError(f"Unknown table {table!r}; choose one of {sorted(SCHEMAS)}.")
+    schema = SCHEMAS[table]
+    if not isinstance(df, pd.DataFrame):
+        raise SchemaError(table, None, [], f"expected a pandas DataFrame, got {type(df).__name__}", source)
+    missing = [c for c in schema.required if c not in df.columns]
+    if missing:
+        raise SchemaError(
+            table, missing[0], [],
+            f"missing required column(s) {missing}; present: {list(df.columns)}", source,
+        )
+    if len(df) == 0:
+        raise SchemaError(table, None, [], "the table is empty (0 rows)", source)
+
+    for col in schema.columns:
+        if col.name not in df.columns:
+            continue
+        s = df[col.name]
+        if not col.nullable:
+            bad = _rows(df, ~s.notna())
+            if bad:
+                raise SchemaError(table, col.name, bad, "missing values are not allowed", source)
+        mask = _kind_ok(s, col.kind)
+        bad = _rows(df, ~mask)
+        if bad:
+            raise SchemaError(
+                table, col.name, bad,
+                f"expected {col.kind} values, found dtype {s.dtype} "
+                f"(e.g. {s[~mask].iloc[0]!r}); convert explicitly before validating",
+                source,
+            )
+        if col.allowed is not None:
+            _check_allowed(df, table, col.name, col.allowed, source)
+
+    for name, allowed in (categories or {}).items():
+        if name not in df.columns:
+            raise SchemaError(table, name, [], "declared categories for a column that is absent", source)
+        _check_allowed(df, table, name, tuple(allowed), source)
+
+    dup = df.duplicated(list(schema.key), keep=False)
+    bad = _rows(df, dup)
+    if bad:
+        raise SchemaError(
+            table, ",".join(schema.key), bad,
+            f"duplicate keys: each ({', '.join(schema.key)}) must occur once", source,
+        )
+    return df
+
+
+def _check_allowed(df: pd.DataFrame, table: str, name: str, allowed: Sequence, source: str | None) -> None:
+    s = df[name]
+    bad_mask = s.notna() & ~s.isin(list(allowed))
+    bad = _rows(df, bad_mask)
+    if bad:
+        unknown = sorted({str(v) for v in s[bad_mask]})[:5]
+        raise SchemaError(
+            table, name, bad, f"unknown label(s) {unknown}; allowed: {list(allowed)}", source,
+        )
+
+
+def _rows(df: pd.DataFrame, mask: pd.Series) -> list:
+    """Positional row numbers (0-based, as in the file after its header) where mask is True."""
+    import numpy as np
+
+    return [int(i) for i in np.flatnonzero(np.asarray(mask, dtype=bool))]
