@@ -1,0 +1,46 @@
+# Two commands on a fresh machine (python3, make and a C compiler):
+#   make figures   set up .venv, then re-execute every study and regenerate figures/ and tables/
+#   make test      set up .venv, then run the whole test suite (unit, golden, notebooks via nbval)
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.medeval-installed
+JOBS   ?= 2
+
+# llama-cpp-python (extra "local") builds from source; portable flags keep the wheel cacheable.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
+export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: setup figures test lab apps report clean-runs help
+
+help:
+	@echo "make figures | make test | make lab | make report"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# Re-install only when the dependency list changes: a warm `make` is a no-op here.
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,local]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (medeval_kit)" >/dev/null
+	@touch $(STAMP)
+
+setup: $(STAMP)
+
+figures: setup
+	$(BIN)/medeval run --jobs $(JOBS)
+	@if [ -x $(BIN)/medeval ] && $(BIN)/medeval --help | grep -q " report"; then $(BIN)/medeval report; fi
+
+test: setup
+	MEDEVAL_CACHE_MODE=replay $(BIN)/python -m pytest tests notebooks --nbval-lax -q
+
+lab: setup
+	$(BIN)/jupyter lab --notebook-dir=notebooks
+
+report: setup
+	$(BIN)/medeval report
+
+clean-runs:
+	rm -rf runs

@@ -1,0 +1,39 @@
+"""Loaders that turn the bundled public datasets into medeval_kit's tidy tables, plus synthetic data.
+
+Each ``load_*`` returns a :class:`Bundle` whose tables follow :mod:`medeval_kit.schemas`.
+
+>>> from medeval_kit.datasets import load_pandalm
+>>> b = load_pandalm()
+>>> b.annotations.groupby("rater").size().to_dict()["annotator1"]
+999
+"""
+
+from __future__ import annotations
+
+from medeval_kit.datasets._io import data_dir, read_json, read_jsonl, read_table
+from medeval_kit.datasets.bundle import Bundle
+from medeval_kit.datasets.grounded import load_grounded_synth, load_mmlu_pro_replication
+from medeval_kit.datasets.medqg import load_medqg_questions, load_medqg_table19
+from medeval_kit.datasets.pandalm import load_pandalm
+
+try:
+    from medeval_kit.datasets.medqg_rounds import load_medqg_rounds
+except ImportError:  # pragma: no cover - written by the rounds module
+    pass
+
+DATASETS = ("pandalm", "medqg", "grounded_synth")
+
+__all__ = [
+    "Bundle",
+    "DATASETS",
+    "data_dir",
+    "load_grounded_synth",
+    "load_medqg_questions",
+    "load_medqg_rounds",
+    "load_medqg_table19",
+    "load_mmlu_pro_replication",
+    "load_pandalm",
+    "read_json",
+    "read_jsonl",
+    "read_table",
+]

@@ -1,0 +1,149 @@
+"""Synthetic tables with planted effects, so tests can show that estimators recover the truth.
+
+* :func:`synthetic_annotations` plants an inter-rater kappa.
+* :func:`synthetic_pairwise` plants a first-slot (position) preference.
+* :func:`synthetic_rounds` plants a per-round improvement and, optionally, a score-driven drop-out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["synthetic_annotations", "synthetic_pairwise", "synthetic_rounds"]
+
+COMPONENTS = ("context", "question", "answer", "distractors", "reasoning")
+
+
+def synthetic_annotations(
+    n_items: int = 200,
+    n_raters: int = 3,
+    kappa: float = 0.6,
+    categories: Sequence[str] = ("A", "B", "tie"),
+    prevalence: Sequence[float] | None = None,
+    missing: float = 0.0,
+    rater_kind: str = "human",
+    criterion: str = "overall",
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Return an ``annotations`` table in which every rater pair has population kappa ``kappa``.
+
+    Latent-class model: each item has a true class drawn from ``prevalence``; each rater reports it
+    with probability ``r = sqrt(kappa)`` and otherwise draws a label from ``prevalence``. Then every
+    rater's marginal equals ``prevalence``, P(agree) = r² + (1 − r²)·Σp², and Cohen's κ = Scott's π =
+    Fleiss' κ = Krippendorff's α (nominal) = r² = ``kappa`` in the population. ``missing`` removes
+    that share of labels completely at random (label NA).
+    """
+    if not 0 <= kappa <= 1:
+        raise ValueError(f"kappa must be in [0, 1] for this generator; got {kappa}")
+    rng = np.random.default_rng(seed)
+    k = len(categories)
+    p = np.full(k, 1 / k) if prevalence is None else np.asarray(prevalence, float)
+    if len(p) != k or not np.isclose(p.sum(), 1):
+        raise ValueError("prevalence must have one probability per category and sum to 1")
+    truth = rng.choice(k, size=n_items, p=p)
+    r = np.sqrt(kappa)
+    copy = rng.random((n_items, n_raters)) < r
+    noise = rng.choice(k, size=(n_items, n_raters), p=p)
+    codes = np.where(copy, truth[:, None], noise)
+    labels = np.asarray(categories, dtype=object)[codes]
+    if missing > 0:
+        labels[rng.random(labels.shape) < missing] = None
+    width = len(str(n_items - 1))
+    return pd.DataFrame({
+        "item": np.repeat([f"i{j:0{width}d}" for j in range(n_items)], n_raters),
+        "rater": np.tile([f"r{j + 1}" for j in range(n_raters)], n_items),
+        "rater_kind": rater_kind,
+        "criterion": criterion,
+        "label": labels.ravel(),
+    })
+
+
+def synthetic_pairwise(
+    n_items: int = 200,
+    judges: Sequence[str] = ("judge",),
+    criteria: Sequence[str] = ("overall",),
+    first_slot_preference: float = 0.2,
+    tie_rate: float = 0.1,
+    p_a: float = 0.6,
+    repeats: int = 1,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Return a pairwise ``judgments`` table, both orders, with a planted first-slot preference.
+
+    Each item has a true winner (A with probability ``p_a``). Each call is a tie with probability
+    ``tie_rate``; otherwise the judge picks the first slot regardless of content with probability
+    ``b = 2·first_slot_preference`` and the true winner otherwise. Pooled over both orders the
+    content choice is first-slot half the time, so among non-tie verdicts
+    P(first slot) = 0.5 + ``first_slot_preference`` exactly. Columns add ``slot_verdict``
+    (first/second/tie, as presented) to the un-swapped ``verdict`` (A/B/tie), and ``len_a``/``len_b``.
+    """
+    if not 0 <= first_slot_preference <= 0.5:
+        raise ValueError("first_slot_preference must be in [0, 0.5]")
+    rng = np.random.default_rng(seed)
+    b = 2 * first_slot_preference
+    width = len(str(n_items - 1))
+    item_ids = np.array([f"i{j:0{width}d}" for j in range(n_items)])
+    winner = np.where(rng.random(n_items) < p_a, "A", "B")
+    len_a = rng.lognormal(4.5, 0.5, n_items).round().astype(int)
+    len_b = rng.lognormal(4.5, 0.5, n_items).round().astype(int)
+    frames = []
+    for judge in judges:
+        for crit in criteria:
+            for order in ("AB", "BA"):
+                for rep in range(repeats):
+                    u_tie, u_pos = rng.random(n_items), rng.random(n_items)
+                    first_model = "A" if order == "AB" else "B"
+                    content_first = winner == first_model
+                    picks_first = np.where(u_pos < b, True, content_first)
+                    slot = np.where(u_tie < tie_rate, "tie", np.where(picks_first, "first", "second"))
+                    second_model = "B" if order == "AB" else "A"
+                    verdict = np.where(slot == "tie", "tie", np.where(slot == "first", first_model, second_model))
+                    frames.append(pd.DataFrame({
+                        "item": item_ids, "judge": judge, "protocol": "pairwise", "criterion": crit,
+                        "order": order, "repeat": rep, "raw": slot, "verdict": verdict,
+                        "slot_verdict": slot, "parse_status": "ok", "len_a": len_a, "len_b": len_b,
+                        "true_winner": winner,
+                    }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def synthetic_rounds(
+    n_items: int = 100,
+    n_rounds: int = 4,
+    improvement: float = 0.05,
+    start: float = 0.6,
+    noise: float = 0.05,
+    components: Sequence[str] = COMPONENTS,
+    stop_threshold: float | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Return a ``rounds`` table whose component scores rise by ``improvement`` per round.
+
+    score = clip(start + u_item + improvement·(round − 1) + ε, 0, 1), u_item ~ N(0, 0.08),
+    ε ~ N(0, noise). With ``stop_threshold`` an item stops after the first round whose mean component
+    score exceeds it, so better items leave early: the available-only round means are then
+    survivor-biased while the planted per-item improvement stays ``improvement``.
+    """
+    rng = np.random.default_rng(seed)
+    width = len(str(n_items - 1))
+    rows = []
+    for i in range(n_items):
+        u = rng.normal(0, 0.08)
+        kept = []
+        for r in range(1, n_rounds + 1):
+            scores = np.clip(start + u + improvement * (r - 1) + rng.normal(0, noise, len(components)), 0, 1)
+            kept.append(scores)
+            if stop_threshold is not None and scores.mean() > stop_threshold:
+                break
+        means = [s.mean() for s in kept]
+        best = int(np.argmax(means))  # earliest round among equal maxima
+        for r, scores in enumerate(kept, start=1):
+            for comp, s in zip(components, scores):
+                rows.append({
+                    "item": f"i{i:0{width}d}", "round": r, "component": comp, "aspect": "total",
+                    "score": float(s), "max_score": 1.0, "stop": r == len(kept), "best": r - 1 == best,
+                })
+    return pd.DataFrame(rows)

@@ -1,0 +1,384 @@
+"""Studies as data: ordered, parameterised notebook runs executed headlessly with papermill.
+
+A study is ``studies/<name>.yaml``::
+
+    description: Counts and label distributions of every bundled dataset
+    runs:
+      - name: pandalm
+        notebook: data_overview.ipynb
+        parameters: {dataset: pandalm}
+        needs: []
+
+Each run writes ``runs/<study>/<name>.ipynb``; notebooks that declare ``study``, ``figures_dir``
+or ``tables_dir`` get ``figures/<study>/`` and ``tables/<study>/`` injected. Independent runs
+execute in parallel; a failed run skips only the runs that need it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from medeval_kit.errors import ParameterError, StudyError
+
+__all__ = [
+    "Run",
+    "RunResult",
+    "Study",
+    "load_studies",
+    "notebook_parameters",
+    "check_parameters",
+    "run_studies",
+    "project_root",
+]
+
+INJECTED = ("study", "figures_dir", "tables_dir")
+_TYPES = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
+
+
+def project_root() -> Path:
+    """Return the project folder (``MEDEVAL_ROOT`` overrides; default: the folder above the package)."""
+    env = os.environ.get("MEDEVAL_ROOT")
+    return Path(env).resolve() if env else Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One notebook execution in a study."""
+
+    study: str
+    name: str
+    notebook: str
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    needs: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        """``study/name``, unique over all studies."""
+        return f"{self.study}/{self.name}"
+
+
+@dataclass(frozen=True)
+class Study:
+    """A named, ordered list of runs."""
+
+    name: str
+    description: str
+    runs: tuple[Run, ...]
+    path: Path
+
+
+@dataclass
+class RunResult:
+    """The outcome of one run: ``ok``, ``failed`` or ``skipped``, with where it failed."""
+
+    run: Run
+    status: str
+    seconds: float = 0.0
+    output: str = ""
+    cell: int | None = None
+    error: str = ""
+
+    def line(self) -> str:
+        """Return a one-line human summary."""
+        if self.status == "ok":
+            return f"ok       {self.run.id:<40} {self.seconds:6.1f}s  -> {self.output}"
+        if self.status == "skipped":
+            return f"skipped  {self.run.id:<40} {self.error}"
+        where = f" cell {self.cell}" if self.cell is not None else ""
+        return f"FAILED   {self.run.id:<40} {self.run.notebook}{where}: {self.error}"
+
+
+def load_studies(folder: str | Path | None = None) -> dict[str, Study]:
+    """Return every study defined in ``folder`` (default ``studies/``), validated."""
+    root = project_root()
+    d = Path(folder) if folder else root / "studies"
+    if not d.is_dir():
+        raise StudyError(f"{d}: no studies folder")
+    studies: dict[str, Study] = {}
+    for p in sorted(d.glob("*.yaml")):
+        try:
+            spec = yaml.safe_load(p.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise StudyError(f"{p}: not valid YAML: {exc}") from None
+        if not isinstance(spec, dict) or not isinstance(spec.get("runs"), list) or not spec["runs"]:
+            raise StudyError(f"{p}: expected a mapping with a non-empty 'runs' list")
+        name = spec.get("name", p.stem)
+        runs = []
+        for i, r in enumerate(spec["runs"]):
+            if not isinstance(r, dict) or "notebook" not in r:
+                raise StudyError(f"{p}: runs[{i}] needs a 'notebook' key")
+            unknown = set(r) - {"name", "notebook", "parameters", "needs"}
+            if unknown:
+                raise StudyError(f"{p}: runs[{i}] has unknown key(s) {sorted(unknown)}")
+            nb = r["notebook"]
+            run_name = r.get("name", Path(nb).stem)
+            runs.append(Run(name, run_name, nb, dict(r.get("parameters") or {}), tuple(r.get("needs") or ())))
+        names = [r.name for r in runs]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise StudyError(f"{p}: run names must be unique; repeated: {sorted(dup)}")
+        studies[name] = Study(name, spec.get("description", ""), tuple(runs), p)
+    return studies
+
+
+def notebook_parameters(notebook: str | Path) -> dict[str, dict]:
+    """Return the parameters a notebook declares: name -> {type, default, help}."""
+    import papermill as pm
+
+    path = _notebook_path(notebook)
+    params = pm.inspect_notebook(str(path))
+    return {
+        name: {"type": p.get("inferred_type_name", "None"), "default": p.get("default"), "help": p.get("help", "")}
+        for name, p in params.items()
+    }
+
+
+def _notebook_path(notebook: str | Path) -> Path:
+    p = Path(notebook)
+    if not p.suffix:
+        p = p.with_suffix(".ipynb")
+    if not p.exists():
+        p = project_root() / "notebooks" / p.name
+    if not p.exists():
+        raise StudyError(f"notebook {notebook!r} not found (looked in notebooks/)")
+    return p
+
+
+def _literal_type(default: Any) -> str:
+    try:
+        import ast
+
+        value = ast.literal_eval(str(default))
+    except (ValueError, SyntaxError):
+        return "None"
+    return type(value).__name__
+
+
+def check_parameters(notebook: str | Path, values: Mapping[str, Any]) -> dict[str, Any]:
+    """Return ``values`` if each names a declared parameter of the right type; else raise ParameterError."""
+    declared = notebook_parameters(notebook)
+    out = {}
+    for key, value in values.items():
+        if key not in declared:
+            raise ParameterError(
+                f"{Path(str(notebook)).name}: unknown parameter {key!r}; it declares {sorted(declared)}"
+            )
+        tname = declared[key]["type"]
+        if tname in ("None", "", None):
+            tname = _literal_type(declared[key]["default"])
+        want = _TYPES.get(str(tname).split("[")[0])
+        if want is None or value is None:
+            out[key] = value
+            continue
+        ok = isinstance(value, want) and not (want is int and isinstance(value, bool))
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            ok, value = True, float(value)
+        if not ok:
+            raise ParameterError(
+                f"{Path(str(notebook)).name}: parameter {key!r} must be {want.__name__}, "
+                f"got {type(value).__name__} {value!r}"
+            )
+        out[key] = value
+    return out
+
+
+def parse_assignments(pairs: Iterable[str]) -> dict[str, Any]:
+    """Return ``{key: value}`` from ``key=value`` strings; values are read as YAML scalars."""
+    out = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ParameterError(f"-p expects key=value, got {pair!r}")
+        key, raw = pair.split("=", 1)
+        out[key.strip()] = yaml.safe_load(raw) if raw != "" else ""
+    return out
+
+
+def _plan(studies: Mapping[str, Study], selected: Sequence[str]) -> list[Run]:
+    unknown = [s for s in selected if s not in studies]
+    if unknown:
+        raise StudyError(f"unknown study {unknown}; known: {sorted(studies)}")
+    runs = [r for s in (selected or list(studies)) for r in studies[s].runs]
+    ids = {r.id for r in runs}
+    for r in runs:
+        for need in r.needs:
+            full = need if "/" in need else f"{r.study}/{need}"
+            if full not in ids:
+                raise StudyError(f"{r.id} needs {full!r}, which is not part of this invocation")
+    return runs
+
+
+def _deps(run: Run) -> set[str]:
+    return {n if "/" in n else f"{run.study}/{n}" for n in run.needs}
+
+
+def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str | None) -> tuple[float, int | None, str]:
+    """Execute one notebook (in a worker process); return (seconds, failing cell, error)."""
+    import logging
+
+    import papermill as pm
+
+    logging.getLogger("papermill").setLevel(logging.WARNING)
+    t0 = time.perf_counter()
+    for attempt in range(3):
+        try:
+            pm.execute_notebook(
+                str(_notebook_path(run.notebook)), out, parameters=params, cwd=cwd,
+                kernel_name=kernel, progress_bar=False, log_output=False,
+            )
+        except pm.PapermillExecutionError as exc:
+            return time.perf_counter() - t0, exc.exec_count, f"{exc.ename}: {str(exc.evalue)[:300]}"
+        except Exception as exc:  # kernel failed to start (e.g. a port race between parallel kernels)
+            if attempt == 2:
+                return time.perf_counter() - t0, None, f"{type(exc).__name__}: {str(exc)[:300]}"
+            time.sleep(1 + attempt)
+        else:
+            break
+    return time.perf_counter() - t0, None, ""
+
+
+def run_studies(
+    selected: Sequence[str] = (),
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    jobs: int = 2,
+    kernel: str | None = None,
+    progress: bool = True,
+    studies: Mapping[str, Study] | None = None,
+) -> list[RunResult]:
+    """Execute the selected studies (all by default) and return one RunResult per run.
+
+    ``overrides`` are set on every run whose notebook declares them; a key that no selected
+    notebook declares is an error. Independent runs execute in parallel up to ``jobs``.
+    """
+    from tqdm.auto import tqdm
+
+    root = project_root()
+    studies = studies or load_studies()
+    runs = _plan(studies, list(selected))
+    overrides = dict(overrides or {})
+
+    prepared: dict[str, dict[str, Any]] = {}
+    used: set[str] = set()
+    for r in runs:
+        declared = notebook_parameters(r.notebook)
+        params = {k: v for k, v in r.parameters.items()}
+        inject = {"study": r.study, "figures_dir": str(root / "figures" / r.study),
+                  "tables_dir": str(root / "tables" / r.study)}
+        params.update({k: v for k, v in inject.items() if k in declared})
+        for k, v in overrides.items():
+            if k in declared:
+                params[k] = v
+                used.add(k)
+        prepared[r.id] = check_parameters(r.notebook, params)
+    unused = set(overrides) - used
+    if unused:
+        raise ParameterError(f"no selected notebook declares parameter(s) {sorted(unused)}")
+
+    results: dict[str, RunResult] = {}
+    pending = {r.id: r for r in runs}
+    bar = tqdm(total=len(runs), desc="studies", unit="run", disable=not progress, file=sys.stderr)
+    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+        active = {}
+        while pending or active:
+            for rid, r in list(pending.items()):
+                deps = _deps(r)
+                bad = [d for d in deps if d in results and results[d].status != "ok"]
+                if bad:
+                    results[rid] = RunResult(r, "skipped", error=f"needs {bad[0]}, which did not succeed")
+                    del pending[rid]
+                    bar.update(1)
+                    bar.write(results[rid].line())
+                    continue
+                if all(d in results for d in deps) and len(active) < max(1, jobs):
+                    out = root / "runs" / r.study / f"{r.name}.ipynb"
+                    out.parent.mkdir(parents=True, exist_ok=True)
+                    fut = pool.submit(_execute, r, prepared[rid], str(out), str(root / "notebooks"), kernel)
+                    active[fut] = (r, out)
+                    del pending[rid]
+                    bar.set_postfix_str(r.id)
+            if not active:
+                continue
+            done, _ = wait(list(active), return_when=FIRST_COMPLETED)
+            for fut in done:
+                r, out = active.pop(fut)
+                secs, cell, err = fut.result()
+                res = RunResult(r, "failed" if err else "ok", secs, str(out.relative_to(root)), cell, err)
+                results[r.id] = res
+                bar.update(1)
+                bar.write(res.line())
+    bar.close()
+    return [results[r.id] for r in runs]
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    overrides = parse_assignments(args.param or [])
+    t0 = time.perf_counter()
+    results = run_studies(args.studies, overrides=overrides, jobs=args.jobs, kernel=args.kernel,
+                          progress=not args.quiet)
+    n_ok = sum(r.status == "ok" for r in results)
+    print(f"\n{n_ok}/{len(results)} runs ok in {time.perf_counter() - t0:.1f}s")
+    for r in results:
+        if r.status != "ok":
+            print(r.line())
+    return 0 if n_ok == len(results) else 1
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    studies = load_studies()
+    if args.format == "json":
+        print(json.dumps({
+            s.name: {"description": s.description,
+                     "runs": [{"name": r.name, "notebook": r.notebook, "parameters": dict(r.parameters),
+                               "needs": list(r.needs)} for r in s.runs]}
+            for s in studies.values()
+        }, indent=2, default=str))
+        return 0
+    for s in studies.values():
+        print(f"{s.name}: {s.description}")
+        for r in s.runs:
+            params = ", ".join(f"{k}={v!r}" for k, v in r.parameters.items())
+            needs = f"  (needs {', '.join(r.needs)})" if r.needs else ""
+            print(f"  - {r.name:<24} {r.notebook:<32} {params}{needs}")
+    return 0
+
+
+def _cmd_params(args: argparse.Namespace) -> int:
+    params = notebook_parameters(args.notebook)
+    width = max((len(n) for n in params), default=4)
+    for name, p in params.items():
+        print(f"{name:<{width}}  {p['type']:<6} = {p['default']:<28}  {p['help']}")
+    return 0
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    """Add ``run``, ``list`` and ``params`` to the ``medeval`` command."""
+    p = sub.add_parser("run", help="execute studies headlessly with papermill")
+    p.add_argument("studies", nargs="*", help="study names (default: all)")
+    p.add_argument("--jobs", "-j", type=int, default=2, help="parallel notebook runs (default 2)")
+    p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
+                   help="override a parameter in every notebook that declares it (YAML value)")
+    p.add_argument("--kernel", default=None, help="Jupyter kernel name (default: the notebook's)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("list", help="list the studies, their notebooks and parameters")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("params", help="show the parameters a notebook declares")
+    p.add_argument("notebook", help="notebook file or name in notebooks/")
+    p.set_defaults(func=_cmd_params)
