@@ -16,7 +16,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-__all__ = ["SINGLE_COLUMN", "DOUBLE_COLUMN", "PALETTE", "paper_style", "figure", "save_figure", "data_hash"]
+__all__ = [
+    "SINGLE_COLUMN", "DOUBLE_COLUMN", "PALETTE", "paper_style", "figure", "save_figure", "save_plotly", "data_hash",
+]
 
 SINGLE_COLUMN = 3.5
 """Width in inches of a single-column figure (most two-column journals)."""
@@ -102,4 +104,42 @@ def save_figure(
     paths["json"] = out / f"{name}.json"
     paths["json"].write_text(json.dumps(side, indent=2, sort_keys=True, default=str) + "\n")
     plt.close(fig)
+    return paths
+
+
+def save_plotly(
+    fig,
+    name: str,
+    outdir: str | Path,
+    *,
+    offline: bool = False,
+    static: tuple[str, ...] = (),
+    data: pd.DataFrame | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Write a plotly figure as HTML (+ JSON sidecar); return the paths.
+
+    ``offline=True`` embeds plotly.js (about 4.8 MB a file) so the page opens with no network;
+    the default loads it from a CDN (a few KB). ``static=("png", "svg")`` also exports images
+    through kaleido, which needs a Chrome/Chromium (Debian's ``chromium`` works); install the
+    ``export`` extra for it.
+    """
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"html": out / f"{name}.html"}
+    fig.write_html(paths["html"], include_plotlyjs=True if offline else "cdn", full_html=True,
+                   div_id=f"medeval-{name}")
+    for fmt in static:
+        try:
+            fig.write_image(out / f"{name}.{fmt}", format=fmt, scale=2)
+        except Exception as exc:  # kaleido or a browser missing: say what to install
+            raise RuntimeError(
+                f"static plotly export to {fmt} failed ({type(exc).__name__}: {exc}); install the 'export' "
+                "extra (kaleido) and Debian's chromium, or keep the HTML output"
+            ) from exc
+        paths[fmt] = out / f"{name}.{fmt}"
+    side = {"figure": name, "files": sorted(p.name for p in paths.values()), "kind": "plotly",
+            "offline": offline, "data_hash": data_hash(data) if data is not None else None, **dict(meta or {})}
+    paths["json"] = out / f"{name}.json"
+    paths["json"].write_text(json.dumps(side, indent=2, sort_keys=True, default=str) + "\n")
     return paths
