@@ -29,9 +29,21 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 setup: $(STAMP)
 
+APPS := $(wildcard notebooks/*_app.py)
+
 figures: setup
 	$(BIN)/medeval run --jobs $(JOBS)
-	@if [ -x $(BIN)/medeval ] && $(BIN)/medeval --help | grep -q " report"; then $(BIN)/medeval report; fi
+	$(MAKE) apps
+	$(BIN)/medeval report
+
+# Each marimo app exported to a self-contained HTML page (outputs embedded; the page loads
+# marimo's frontend from its CDN when opened).
+apps: setup
+	@mkdir -p figures/apps
+	@for app in $(APPS); do \
+	  name=$$(basename $$app .py); \
+	  $(BIN)/marimo export html $$app -o figures/apps/$$name.html --force >/dev/null && echo "exported figures/apps/$$name.html"; \
+	done
 
 test: setup
 	MEDEVAL_CACHE_MODE=replay $(BIN)/python -m pytest tests notebooks --nbval-lax -q

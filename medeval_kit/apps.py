@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["load_annotations_for_app", "load_judgments_for_app", "load_rounds_for_app"]
+__all__ = [
+    "load_annotations_for_app", "load_judgments_for_app", "load_rounds_for_app",
+    "round_trajectory", "plot_item_rounds", "flip_table",
+]
 
 
 def load_annotations_for_app(dataset: str) -> tuple[pd.DataFrame, list[str], list[str]]:
@@ -62,3 +65,55 @@ def load_rounds_for_app(source: str = "all") -> pd.DataFrame:
     from medeval_kit.datasets import load_medqg_rounds
 
     return load_medqg_rounds(source)
+
+
+def round_trajectory(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
+    """Return one row per round of ``item``: total (mean of component score / max), best, stop."""
+    r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")].copy()
+    r["share"] = r["score"] / r["max_score"]
+    out = r.groupby("round").agg(total=("share", "mean"), n_components=("share", "count"),
+                                 best=("best", "any"), stop=("stop", "any")).reset_index()
+    return out
+
+
+def plot_item_rounds(rounds: pd.DataFrame, item: str):
+    """Return a Figure of each component's score share by round for one item, with the total in black."""
+    from medeval_kit.plots import figure, paper_style
+
+    r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")].copy()
+    r["share"] = r["score"] / r["max_score"]
+    traj = round_trajectory(rounds, item)
+    with paper_style():
+        fig, ax = figure("single", aspect=0.6)
+        for comp, g in r.groupby("component"):
+            ax.plot(g["round"], g["share"], marker="o", label=comp, lw=1)
+        ax.plot(traj["round"], traj["total"], color="black", lw=2, marker="s", label="total")
+        ax.axhline(0.9, color="grey", ls="--", lw=0.8)
+        ax.set_xticks(sorted(r["round"].unique()))
+        ax.set_xlabel("round")
+        ax.set_ylabel("score / max")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=6, ncols=3, loc="lower right", frameon=False)
+        ax.set_title(item)
+    return fig
+
+
+def flip_table(judgments: pd.DataFrame, *, judge: str, criterion: str) -> pd.DataFrame:
+    """Return one row per item with the (majority) verdict in each order and whether it flipped.
+
+    Verdicts are in model terms (A/B/tie); rows with parse failures count in ``n_failed`` and
+    their verdict is shown as ``"<failed>"``, so a failure is never read as a flip or a tie.
+    """
+    j = judgments[(judgments["judge"] == judge) & (judgments["criterion"] == criterion)].copy()
+    j["shown"] = j["verdict"].astype(object).where(j["parse_status"] == "ok", "<failed>")
+    agg = (j.groupby(["item", "order"])["shown"].agg(lambda s: s.mode().iloc[0] if len(s.mode()) == 1 else "mixed")
+           .unstack("order"))
+    fails = j.groupby("item")["parse_status"].apply(lambda s: int((s != "ok").sum())).rename("n_failed")
+    extra = j.groupby("item")[["question", "text_a", "text_b"]].first() if "text_a" in j else None
+    out = agg.rename(columns={"AB": "verdict_AB", "BA": "verdict_BA"}).join(fails)
+    if extra is not None:
+        out = out.join(extra)
+    out = out.dropna(subset=["verdict_AB", "verdict_BA"]).reset_index()
+    valid = ~out["verdict_AB"].isin(["<failed>", "mixed"]) & ~out["verdict_BA"].isin(["<failed>", "mixed"])
+    out["flip"] = valid & (out["verdict_AB"] != out["verdict_BA"])
+    return out

@@ -18,7 +18,7 @@ SHOTS = ROOT / "runs" / "screenshots"
 
 
 def test_apps_exist():
-    assert {p.name for p in APPS} >= {"agreement_app.py"}
+    assert {p.name for p in APPS} >= {"agreement_app.py", "judgments_app.py", "rounds_app.py"}
 
 
 @pytest.mark.parametrize("app", APPS, ids=lambda p: p.name)
@@ -97,3 +97,44 @@ def test_agreement_app_updates_when_metric_changes(served):
         browser.close()
     assert before != after
     assert float(before) == pytest.approx(0.577, abs=0.01)  # mean pairwise Cohen's kappa, PandaLM, 5 raters
+
+
+@needs_browser
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    ("served", "control_index", "number_id"),
+    [(ROOT / "notebooks" / "rounds_app.py", 0, "final-total"), (ROOT / "notebooks" / "judgments_app.py", 0, "n-flips")],
+    indirect=["served"], ids=["rounds", "judgments"],
+)
+def test_app_number_changes_with_first_dropdown(served, control_index, number_id):
+    """Pick other options of the app's first dropdown until the displayed number changes."""
+    from playwright.sync_api import sync_playwright
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as p:
+        browser = _browser(p)
+        page = browser.new_page(viewport={"width": 1300, "height": 1400})
+        page.goto(served)
+        number = page.locator(f"#{number_id}")
+        number.wait_for(timeout=120_000)
+        before = number.inner_text()
+        select = page.get_by_role("combobox").nth(control_index)
+        options = [o for o in select.locator("option").all_inner_texts() if o.strip()]
+        current = select.input_value()
+        changed = False
+        for opt in [o for o in options if o != current][:6]:
+            select.select_option(label=opt)
+            try:
+                page.wait_for_function(
+                    "([id, before]) => { const e = document.getElementById(id); return e && e.innerText !== before; }",
+                    arg=[number_id, before], timeout=15_000,
+                )
+                changed = True
+                break
+            except Exception:  # same number for this option: try the next
+                continue
+        page.wait_for_timeout(2000)
+        page.screenshot(path=str(SHOTS / f"{number_id}.png"), full_page=True)
+        after = number.inner_text()
+        browser.close()
+    assert changed and before != after, f"#{number_id} stayed {before!r} for every option tried"
