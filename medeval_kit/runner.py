@@ -208,14 +208,40 @@ def _plan(studies: Mapping[str, Study], selected: Sequence[str]) -> list[Run]:
     unknown = [s for s in selected if s not in studies]
     if unknown:
         raise StudyError(f"unknown study {unknown}; known: {sorted(studies)}")
+    by_id = {r.id: r for s in studies.values() for r in s.runs}
     runs = [r for s in (selected or list(studies)) for r in studies[s].runs]
+    # Pull in runs of other studies that a selected run needs (transitively), ahead of it.
     ids = {r.id for r in runs}
-    for r in runs:
-        for need in r.needs:
-            full = need if "/" in need else f"{r.study}/{need}"
+    queue = list(runs)
+    while queue:
+        r = queue.pop()
+        for full in _deps(r):
+            if full not in by_id:
+                raise StudyError(f"{r.id} needs {full!r}, which no study defines")
             if full not in ids:
-                raise StudyError(f"{r.id} needs {full!r}, which is not part of this invocation")
+                ids.add(full)
+                runs.insert(0, by_id[full])
+                queue.append(by_id[full])
+    _check_acyclic(runs)
     return runs
+
+
+def _check_acyclic(runs: Sequence[Run]) -> None:
+    graph = {r.id: _deps(r) for r in runs}
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> None:
+        if state.get(node) == 1:
+            raise StudyError(f"circular 'needs': {' -> '.join(path + [node])}")
+        if state.get(node) == 2:
+            return
+        state[node] = 1
+        for dep in graph.get(node, ()):
+            visit(dep, path + [node])
+        state[node] = 2
+
+    for node in graph:
+        visit(node, [])
 
 
 def _deps(run: Run) -> set[str]:

@@ -70,8 +70,20 @@ def test_bad_study_files(project):
         runner.load_studies()
     (project / "studies" / "broken.yaml").write_text(
         "runs:\n  - {name: x, notebook: work.ipynb, needs: [ghost]}\n")
-    with pytest.raises(StudyError, match="needs 'broken/ghost'"):
+    with pytest.raises(StudyError, match="needs 'broken/ghost', which no study defines"):
         runner.run_studies(["broken"], progress=False)
+    (project / "studies" / "broken.yaml").write_text(
+        "runs:\n  - {name: x, notebook: work.ipynb, needs: [y]}\n  - {name: y, notebook: work.ipynb, needs: [x]}\n")
+    with pytest.raises(StudyError, match="circular 'needs'"):
+        runner.run_studies(["broken"], progress=False)
+
+
+def test_needs_from_another_study_are_pulled_in(project):
+    (project / "studies" / "later.yaml").write_text(
+        "runs:\n  - {name: z, notebook: work.ipynb, parameters: {n: 7}, needs: [demo/a]}\n")
+    results = runner.run_studies(["later"], progress=False)
+    assert [r.run.id for r in results] == ["demo/a", "later/z"]
+    assert all(r.status == "ok" for r in results)
 
 
 def test_cli_list_params_and_exit_code(project):
