@@ -33,15 +33,16 @@ def load_judgments_for_app(path: str = "") -> pd.DataFrame:
     """Return pairwise judgments joined with both responses' texts.
 
     ``path`` is a judgments CSV written by the judging study; empty means the default study output
-    (``tables/judging/judgments.csv``), or a synthetic table with a planted bias if that is absent.
+    (``tables/judging/judgments.csv``), or a synthetic table with a planted bias if that is absent;
+    ``"synthetic"`` asks for the synthetic table.
     """
     from pathlib import Path
 
     from medeval_kit.datasets import read_table
     from medeval_kit.runner import project_root
 
-    p = Path(path) if path else project_root() / "tables" / "judging" / "judgments.csv"
-    if p.exists():
+    p = Path(path) if path and path != "synthetic" else project_root() / "tables" / "judging" / "judgments.csv"
+    if path != "synthetic" and p.exists():
         j = read_table(p)
         j["item"] = j["item"].astype(str)
         from medeval_kit.datasets import load_pandalm

@@ -25,8 +25,16 @@ def _():
 
 
 @app.cell
-def _(load_judgments_for_app, mo):
-    judgments = load_judgments_for_app("")
+def _(mo):
+    source = mo.ui.dropdown(options=["judging study", "synthetic (planted first-slot preference 0.2)"],
+                            value="judging study", label="data")
+    source
+    return (source,)
+
+
+@app.cell
+def _(load_judgments_for_app, mo, source):
+    judgments = load_judgments_for_app("synthetic" if source.value.startswith("synthetic") else "")
     judge = mo.ui.dropdown(options=sorted(judgments["judge"].unique()),
                            value=sorted(judgments["judge"].unique())[0], label="judge")
     criterion = mo.ui.dropdown(options=sorted(judgments["criterion"].unique()),
@@ -72,8 +80,9 @@ def _(mo, shown, table):
 
 
 @app.cell
-def _(flip_table, judgments, mo):
+def _(flip_table, judgments, mo, source):
     if not mo.running_in_notebook():
+        print("data:", source.value)
         for (j, c), _g in judgments.groupby(["judge", "criterion"]):
             f = flip_table(judgments, judge=j, criterion=c)
             print(f"{j} / {c}: {len(f)} items, {int(f['flip'].sum())} flips, {int(f['n_failed'].sum())} parse failures")

@@ -1,0 +1,461 @@
+"""Tests of medeval_kit.agreement: reference cross-checks, published numbers, designs, errors, CLI."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+from sklearn.metrics import cohen_kappa_score
+from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
+from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
+
+from medeval_kit import agreement as ag
+from medeval_kit._agreement_core import AgreementError
+from medeval_kit.datasets import load_medqg_table19, load_pandalm
+from medeval_kit.datasets.synthetic import synthetic_annotations
+from medeval_kit.errors import DataFileError, SchemaError
+
+TOL = 1e-9
+
+
+def long_from_matrix(M, missing=None):
+    """items x raters matrix -> long table; ``missing`` (a value) marks absent labels."""
+    n, r = M.shape
+    df = pd.DataFrame({"item": np.repeat([f"i{i:03d}" for i in range(n)], r),
+                       "rater": np.tile([f"r{j}" for j in range(r)], n), "label": M.ravel()})
+    if missing is not None:
+        df = df[df["label"] != missing]
+    return df.reset_index(drop=True)
+
+
+@pytest.fixture(scope="module")
+def pandalm():
+    return load_pandalm().annotations
+
+
+@pytest.fixture(scope="module")
+def medqg():
+    return load_medqg_table19().annotations
+
+
+# --------------------------------------------------------------------------- reference libraries
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_cohen_matches_sklearn(seed, weights):
+    rng = np.random.default_rng(seed)
+    K = 3 + seed % 3
+    a = rng.integers(0, K, 150)
+    b = np.where(rng.random(150) < 0.5, a, rng.integers(0, K, 150))
+    df = long_from_matrix(np.column_stack([a, b]))
+    ours = ag.cohen_kappa(df, weights=weights, categories=list(range(K)), n_boot=0).estimate
+    ref = cohen_kappa_score(a, b, weights=weights, labels=list(range(K)))
+    assert abs(ours - ref) < TOL
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_cohen_analytic_se_matches_statsmodels(seed, weights):
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 4, 120)
+    b = np.where(rng.random(120) < 0.6, a, rng.integers(0, 4, 120))
+    table = np.zeros((4, 4))
+    np.add.at(table, (a, b), 1)
+    sm = sm_cohens_kappa(table, wt=weights)
+    res = ag.cohen_kappa(long_from_matrix(np.column_stack([a, b])), weights=weights, ci_method="analytic",
+                         categories=[0, 1, 2, 3])
+    assert abs(res.estimate - sm["kappa"]) < TOL
+    z = sps.norm.ppf(0.975)
+    # statsmodels' std_kappa is the Fleiss-Cohen-Everitt large-sample SE, as ours.
+    assert abs((res.ci_high - res.estimate) / z - sm["std_kappa"]) < 1e-9
+    assert "analytic" in res.method
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fleiss_matches_statsmodels(seed):
+    rng = np.random.default_rng(seed)
+    n, R, K = 80, 3 + seed, 4
+    truth = rng.integers(0, K, n)
+    M = np.where(rng.random((n, R)) < 0.5, truth[:, None], rng.integers(0, K, (n, R)))
+    counts = np.stack([(M == k).sum(1) for k in range(K)], 1)
+    ours = ag.fleiss_kappa(long_from_matrix(M), categories=list(range(K)), n_boot=0).estimate
+    assert abs(ours - sm_fleiss_kappa(counts)) < TOL
+    # Brennan-Prediger equals statsmodels' 'randolph' (free-marginal) many-rater kappa.
+    bp = ag.brennan_prediger(long_from_matrix(M), categories=list(range(K)), n_boot=0).estimate
+    assert abs(bp - sm_fleiss_kappa(counts, method="randolph")) < TOL
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])
+@pytest.mark.parametrize("seed", range(3))
+def test_alpha_matches_krippendorff(level, seed):
+    rng = np.random.default_rng(seed)
+    n, R, K = 60, 4, 5
+    truth = rng.integers(1, K + 1, n)
+    M = np.where(rng.random((n, R)) < 0.6, truth[:, None], rng.integers(1, K + 1, (n, R))).astype(float)
+    M[rng.random(M.shape) < 0.2] = np.nan
+    df = long_from_matrix(M)
+    df = df[df["label"].notna()].reset_index(drop=True)
+    df["label"] = df["label"].astype(int)
+    ours = ag.krippendorff_alpha(df, level=level, n_boot=0).estimate
+    ref = krippendorff.alpha(reliability_data=M.T, level_of_measurement=level)
+    assert abs(ours - ref) < TOL
+
+
+def test_alpha_bootstrap_replicates_equal_a_loop_of_the_oracle():
+    """Our vectorised replicates equal krippendorff.alpha on the same item resamples."""
+    from medeval_kit import _agreement_core as core
+
+    rng = np.random.default_rng(7)
+    M = rng.integers(0, 3, (50, 4)).astype(float)
+    M[rng.random(M.shape) < 0.15] = np.nan
+    codes = np.where(np.isnan(M), -1, M).astype(int)
+    st = core.alpha_stat(codes, 3, "nominal")
+    reps = core.replicates([st], 20, seed=3)[:, 0]
+    g = np.random.default_rng(3)
+    idx = g.integers(0, 50, size=(20, 50))  # the draws replicates() makes (one chunk)
+    loop = [krippendorff.alpha(reliability_data=M[row].T, level_of_measurement="nominal") for row in idx]
+    assert np.allclose(reps, loop, atol=1e-9)
+
+
+def test_two_rater_scott_equals_fleiss_and_ac1_by_hand():
+    # 2x2 table a=40 (both yes), b=10, c=5, d=45 (both no), n=100.
+    M = np.array([[1, 1]] * 40 + [[1, 0]] * 10 + [[0, 1]] * 5 + [[0, 0]] * 45)
+    df = long_from_matrix(M)
+    pa = 0.85
+    # Scott: pooled p(yes) = (50 + 45)/200 = 0.475; pe = 0.475^2 + 0.525^2 = 0.50125
+    assert abs(ag.scott_pi(df, n_boot=0).estimate - (pa - 0.50125) / (1 - 0.50125)) < TOL
+    assert abs(ag.fleiss_kappa(df, n_boot=0).estimate - (pa - 0.50125) / (1 - 0.50125)) < TOL
+    # Gwet AC1: pe = 2 * 0.475 * 0.525 / (2 - 1) = 0.49875
+    assert abs(ag.gwet_ac1(df, n_boot=0).estimate - (pa - 0.49875) / (1 - 0.49875)) < TOL
+    # PABAK = 2 PA - 1 = 0.7 = Brennan-Prediger with K = 2
+    assert abs(ag.pabak(df, n_boot=0).estimate - 0.7) < TOL
+    assert abs(ag.brennan_prediger(df, n_boot=0).estimate - 0.7) < TOL
+    # Many-rater AC1 on the same two raters gives the same value.
+    M3 = np.column_stack([M, M[:, 0]])
+    assert np.isfinite(ag.gwet_ac1(long_from_matrix(M3), n_boot=0).estimate)
+
+
+def test_gwet_ac2_with_identity_weights_is_ac1():
+    rng = np.random.default_rng(1)
+    M = rng.integers(0, 3, (100, 3))
+    df = long_from_matrix(M)
+    ac1 = ag.gwet_ac1(df, n_boot=0).estimate
+    ac2 = ag.gwet_ac2(df, weights=None, n_boot=0)  # defaults to quadratic weights
+    assert ac2.metric == "gwet_ac2_quadratic" and np.isfinite(ac2.estimate) and ac2.estimate != ac1
+
+
+def test_icc_shrout_fleiss_1979_table():
+    # Shrout & Fleiss (1979), Table 2: 6 targets x 4 judges; published ICCs in their Table 4.
+    X = np.array([[9, 2, 5, 8], [6, 1, 3, 2], [8, 4, 6, 8], [7, 1, 2, 6], [10, 5, 6, 9], [6, 2, 4, 7]])
+    df = long_from_matrix(X)
+    pub = {"icc1": 0.17, "icc2": 0.29, "icc3": 0.71, "icc1k": 0.44, "icc2k": 0.62, "icc3k": 0.91}
+    for form, v in pub.items():
+        r = ag.icc(df, form=form)
+        assert round(r.estimate, 2) == v, form
+        assert r.ci_low < r.estimate < r.ci_high
+    boot = ag.icc(df, form="icc3", ci_method="percentile", n_boot=200)
+    assert "bootstrap" in boot.method
+
+
+def test_correlations_match_scipy():
+    rng = np.random.default_rng(2)
+    x = rng.integers(1, 6, 80)
+    y = np.clip(x + rng.integers(-1, 2, 80), 1, 5)
+    df = long_from_matrix(np.column_stack([x, y]))
+    assert abs(ag.pearson(df, n_boot=0).estimate - sps.pearsonr(x, y)[0]) < TOL
+    assert abs(ag.spearman(df, n_boot=0).estimate - sps.spearmanr(x, y)[0]) < TOL
+    assert abs(ag.kendall(df, n_boot=0).estimate - sps.kendalltau(x, y)[0]) < TOL
+    r = ag.spearman(df, n_boot=100)
+    assert r.ci_low < r.estimate < r.ci_high
+    assert "Fisher" in ag.pearson(df, ci_method="analytic").method
+
+
+def test_accuracy_and_macro_f1():
+    from sklearn.metrics import f1_score
+
+    rng = np.random.default_rng(3)
+    ref = rng.integers(0, 3, 90)
+    pred = np.where(rng.random(90) < 0.7, ref, rng.integers(0, 3, 90))
+    df = long_from_matrix(np.column_stack([ref, pred]))
+    assert abs(ag.accuracy(df, raters=["r0", "r1"], n_boot=0).estimate - (ref == pred).mean()) < TOL
+    assert abs(ag.macro_f1(df, raters=["r0", "r1"], n_boot=0).estimate - f1_score(ref, pred, average="macro")) < TOL
+
+
+# --------------------------------------------------------------------------- uncertainty
+
+
+def test_ci_is_seeded_and_bca_works():
+    df = synthetic_annotations(n_items=150, n_raters=2, kappa=0.5, seed=1)
+    a = ag.cohen_kappa(df, n_boot=300, seed=5)
+    b = ag.cohen_kappa(df, n_boot=300, seed=5)
+    c = ag.cohen_kappa(df, n_boot=300, seed=6)
+    assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high) != (c.ci_low, c.ci_high)
+    bca = ag.cohen_kappa(df, n_boot=300, seed=5, ci_method="bca")
+    assert "BCa" in bca.method and bca.ci_low < bca.estimate < bca.ci_high
+    fr = a.to_frame()
+    assert {"estimate", "ci_low", "ci_high", "n_items", "n_raters", "n_missing", "method"} <= set(fr.columns)
+    assert "cohen_kappa" in a.summary() and "<table" in a._repr_html_()
+
+
+def test_planted_kappa_coverage():
+    """The true kappa falls inside the 95% CI in about 95% of seeded replications."""
+    hits = []
+    for seed in range(40):
+        df = synthetic_annotations(n_items=150, n_raters=3, kappa=0.6, seed=seed)
+        r = ag.fleiss_kappa(df, n_boot=300, seed=seed)
+        hits.append(r.ci_low <= 0.6 <= r.ci_high)
+    # Binomial(40, 0.95): P(X < 33) < 0.01.
+    assert np.mean(hits) >= 33 / 40
+
+
+def test_single_category_gives_nan_with_reason():
+    df = long_from_matrix(np.array([["A", "A"]] * 10))
+    r = ag.cohen_kappa(df, n_boot=50)
+    assert np.isnan(r.estimate) and np.isnan(r.ci_low) and "undefined" in r.note
+    assert ag.percent_agreement(df, n_boot=0).estimate == 1.0
+
+
+def test_undefined_resamples_are_counted():
+    # One disagreement: many resamples miss it and kappa stays defined, but some resamples
+    # contain only 'A'-'A' rows, where kappa is undefined.
+    M = np.array([["A", "A"]] * 6 + [["B", "B"]] + [["A", "B"]])
+    r = ag.cohen_kappa(long_from_matrix(M), n_boot=400, seed=0)
+    assert "resamples undefined" in r.note
+
+
+# --------------------------------------------------------------------------- designs
+
+
+def test_pairwise_matrix_majority_and_ceiling(pandalm):
+    hum = ["annotator1", "annotator2", "annotator3"]
+    pm = ag.pairwise_matrix(pandalm, raters=hum, n_boot=200)
+    assert list(pm.columns[:7]) == ["rater_a", "rater_b", "metric", "estimate", "ci_low", "ci_high", "n_items"]
+    assert len(pm) == 3 and (pm["n_items"] == 999).all()
+    mv = ag.majority_vote(pandalm, raters=hum)
+    assert mv["label"].value_counts().to_dict() == {"B": 472, "A": 422, "tie": 105}
+    loo = ag.human_ceiling(pandalm, hum, form="loo", n_boot=200)
+    pw = ag.human_ceiling(pandalm, hum, form="pairwise", n_boot=200)
+    assert len(loo.details) == 3 and len(pw.details) == 3
+    assert abs(pw.estimate - pm["estimate"].mean()) < TOL
+    assert loo.ci_low < loo.estimate < loo.ci_high
+
+
+def test_majority_vote_policies():
+    df = pd.DataFrame({"item": ["1"] * 4 + ["2"] * 3 + ["3"] * 2, "rater": list("abcd") + list("abc") + list("ab"),
+                       "label": ["x", "x", "y", "y", "x", "x", "y", "z", "abstain"]})
+    na = ag.majority_vote(df, abstain=["abstain"]).set_index("item")
+    assert pd.isna(na.loc["1", "label"]) and na.loc["1", "status"] == "tie"
+    assert na.loc["2", "label"] == "x" and na.loc["3", "label"] == "z" and na.loc["3", "n_votes"] == 1
+    first = ag.majority_vote(df, tie_policy="first").set_index("item")
+    assert first.loc["1", "label"] == "x"
+    strict = ag.majority_vote(df, rule="strict", abstain=["abstain"]).set_index("item")
+    assert strict.loc["2", "label"] == "x" and strict.loc["3", "label"] == "z"
+    rnd = ag.majority_vote(df, tie_policy="random", seed=1).set_index("item")
+    assert rnd.loc["1", "label"] in ("x", "y")
+
+
+def test_judge_vs_ceiling_paired_test():
+    df = synthetic_annotations(n_items=300, n_raters=5, kappa=0.6, seed=3)
+    hum = ["r1", "r2", "r3", "r4"]
+    # a perfect judge: copies the majority of the humans
+    mv = ag.majority_vote(df, raters=hum, tie_policy="first")
+    judge = mv.assign(rater="oracle", rater_kind="llm", criterion="overall")[df.columns]
+    both = pd.concat([df, judge], ignore_index=True)
+    out = ag.judge_vs_ceiling(both, humans=hum, judges=["r5", "oracle"], n_boot=300)
+    row = out.set_index("rater")
+    assert row.loc["oracle", "delta"] > 0 and row.loc["oracle", "p_value"] < 0.05
+    assert row.loc["r5", "ci_overlap"] in (True, False)
+    assert set(out["role"]) == {"ceiling", "judge"}
+
+
+def test_ensembles_256_for_nine_judges():
+    study = ag.load_study("synthetic")
+    ens = ag.ensembles(study.annotations, study.judges, study.humans)
+    assert len(ens) == 256 and sorted(ens["size"].unique()) == [1, 3, 5, 7, 9]
+    assert ens["cohen_kappa"].is_monotonic_decreasing
+
+
+def test_prevalence_bias_and_landis_koch():
+    # Kappa paradox: 90 both 'no', 5 both 'yes'... PA = 0.95 yet kappa is low.
+    M = np.array([["no", "no"]] * 90 + [["no", "yes"]] * 5 + [["yes", "no"]] * 4 + [["yes", "yes"]] * 1)
+    t = ag.prevalence_bias_indices(long_from_matrix(M)).set_index("category")
+    assert abs(t.loc["overall", "percent_agreement"] - 0.91) < TOL
+    assert t.loc["overall", "cohen_kappa"] < 0.2
+    # a (no,no) = 90, d (yes,yes) = 1 -> prevalence index |90 - 1|/100
+    assert abs(t.loc["no", "prevalence_index"] - 0.89) < TOL and abs(t.loc["no", "bias_index"] - 0.01) < TOL
+    assert ag.landis_koch(0.226) == "fair" and ag.landis_koch(-0.1) == "poor" and ag.landis_koch(0.0) == "slight"
+    assert ag.landis_koch(pd.Series([0.9, np.nan])).tolist()[0] == "almost perfect"
+
+
+def test_agreement_table_by_criterion():
+    a = synthetic_annotations(n_items=60, seed=1, criterion="c1")
+    b = synthetic_annotations(n_items=60, seed=2, criterion="c2")
+    t = ag.agreement_table(pd.concat([a, b]), metrics=["fleiss_kappa", "krippendorff_alpha"], n_boot=50,
+                           landis=True)
+    assert len(t) == 4 and set(t["criterion"]) == {"c1", "c2"} and "landis_koch" in t.columns
+
+
+# --------------------------------------------------------------------------- published numbers
+
+
+def test_pandalm_published_kappas(pandalm):
+    for (a, b), pub in zip(itertools.combinations(["annotator1", "annotator2", "annotator3"], 2), (0.85, 0.88, 0.86)):
+        assert round(ag.cohen_kappa(pandalm, raters=[a, b], n_boot=0).estimate, 2) == pub
+
+
+def test_medqg_table19_recomputed(medqg):
+    # Valid (position-consistent) items and PA with Expert X, recounted from Table 19.
+    expect = {"gpt-4o": (23, 5), "gpt-4": (26, 12), "gpt-3.5-turbo": (23, 11), "claude-3-opus": (21, 5),
+              "claude-3.5-sonnet": (17, 11), "claude-3-haiku": (23, 15)}
+    out = ag.judge_vs_ceiling(medqg, reference="expert_x", judges=list(expect), metric="percent_agreement",
+                              abstain=["inconsistent"], n_boot=0).set_index("rater")
+    for j, (n, agree) in expect.items():
+        assert out.loc[j, "n_items"] == n
+        assert abs(out.loc[j, "estimate"] - agree / n) < TOL
+
+
+def test_published_numbers_table():
+    t = ag.published_numbers("all")
+    assert list(t.columns) == ["paper", "source", "quantity", "published", "ours", "status", "note"]
+    assert set(t["status"]) <= {"reproduced", "differs", "not recoverable"}
+    ok = t.set_index("quantity")["status"]
+    for q in ["two students, overall: Cohen's kappa", "w/o aspect filtering: Cohen's kappa",
+              "CK-based All-Comb*: Cohen's kappa", "batch 1: disagreements (sum of Table 4 row)",
+              "PABAK = 2 x PA - 1 at PA 0.883", "odd-sized majority-vote ensembles of 9 annotators",
+              "majority label 1 (A) count"]:
+        assert ok[q] == "reproduced", q
+    assert ok["gpt-4: PA with Expert X on consistent items"] == "differs"
+    # Table 3 kappa from P and C: harmfulness batch 4 has C > P.
+    k = ag.longform_table3_kappa().set_index(["criterion", "batch"])["kappa"]
+    assert k[("harmfulness", 4)] < 0 and abs(k[("difficulty", 1)] - 0.15 / 0.58) < TOL
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_errors_name_the_offender():
+    df = long_from_matrix(np.array([["A", "B"], ["B", "B"]]))
+    with pytest.raises(SchemaError, match=r"'C'.*outside the declared categories|label"):
+        ag.cohen_kappa(df, categories=["A", "C"], n_boot=0)
+    dup = pd.concat([df, df.iloc[[0]]], ignore_index=True)
+    with pytest.raises(SchemaError, match=r"duplicate.*item 'i000' rater 'r0'"):
+        ag.cohen_kappa(dup, n_boot=0)
+    apart = pd.DataFrame({"item": ["1", "2"], "rater": ["x", "y"], "label": ["A", "B"]})
+    with pytest.raises(AgreementError, match=r"'x' and 'y' have no overlapping items"):
+        ag.cohen_kappa(apart, n_boot=0)
+    with pytest.raises(AgreementError, match="no overlapping"):
+        ag.pairwise_matrix(apart, n_boot=0)
+    assert ag.pairwise_matrix(apart, n_boot=0, no_overlap="nan")["estimate"].isna().all()
+    num = long_from_matrix(np.array([[1, 2], [3, 2], [2, 2]]))
+    with pytest.raises(SchemaError, match="out of order"):
+        ag.krippendorff_alpha(num, level="ordinal", categories=[1, 3, 2], n_boot=0)
+    with pytest.raises(SchemaError, match="needs ordered or numeric"):
+        ag.krippendorff_alpha(df, level="ordinal", n_boot=0)
+    cat = df.assign(label=pd.Categorical(df["label"], categories=["B", "A"], ordered=True))
+    with pytest.raises(SchemaError, match="out of order"):
+        ag.krippendorff_alpha(cat, level="ordinal", categories=["A", "B"], n_boot=0)
+    with pytest.raises(AgreementError, match="not found"):
+        ag.cohen_kappa(df, raters=["r0", "nobody"], n_boot=0)
+    with pytest.raises(AgreementError, match="unknown metric"):
+        ag.agreement(df, "kappa_of_doom")
+
+
+# --------------------------------------------------------------------------- files and CLI
+
+
+def test_read_annotations_formats(tmp_path):
+    df = long_from_matrix(np.array([["A", "B"], ["B", "B"], ["A", "A"]]))
+    df.to_csv(tmp_path / "a.csv", index=False)
+    df.to_json(tmp_path / "a.jsonl", orient="records", lines=True)
+    df.to_parquet(tmp_path / "a.parquet")
+    for f in ("a.csv", "a.jsonl", "a.parquet"):
+        assert len(ag.read_annotations(tmp_path / f)) == 6
+    wide = df.pivot(index="item", columns="rater", values="label").reset_index()
+    wide.to_csv(tmp_path / "w.csv", index=False)
+    assert ag.read_annotations(tmp_path / "w.csv", wide=True).shape == (6, 3)
+    (tmp_path / "bad.jsonl").write_text('{"item": 1, "rater": "a", "label": "A"}\n{not json\n')
+    with pytest.raises(DataFileError, match=r"bad.jsonl: line 2"):
+        ag.read_annotations(tmp_path / "bad.jsonl")
+    with pytest.raises(SchemaError, match=r"a.csv.*'grade'"):
+        ag.read_annotations(tmp_path / "a.csv", label="grade")
+
+
+def test_cli_json_and_table(tmp_path, capsys, pandalm):
+    from medeval_kit.cli import main
+
+    f = tmp_path / "p.csv"
+    pandalm.to_csv(f, index=False)
+    rc = main(["agreement", str(f), "--raters", "annotator1", "annotator2", "annotator3", "--metric",
+               "cohen_kappa", "krippendorff_alpha", "--pairwise", "--ceiling", "--n-boot", "50", "--format", "json"])
+    assert rc == 0
+    recs = json.loads(capsys.readouterr().out)
+    assert {"metric", "raters", "estimate", "ci_low", "ci_high", "n_items"} <= set(recs[0])
+    pair = [r for r in recs if r["raters"] == ["annotator1", "annotator2"]][0]
+    assert round(pair["estimate"], 2) == 0.85
+    assert any(r["metric"].startswith("ceiling_loo") for r in recs)
+    rc = main(["agreement", str(f), "--criterion", "criterion", "--metric", "fleiss_kappa", "--n-boot", "0"])
+    assert rc == 0 and "fleiss_kappa" in capsys.readouterr().out
+    rc = main(["agreement", str(tmp_path / "missing.csv")])
+    assert rc == 2 and "missing.csv" in capsys.readouterr().err
+
+
+def test_plots_return_figures(pandalm):
+    import matplotlib.figure
+
+    pm = ag.pairwise_matrix(pandalm, n_boot=50)
+    jv = ag.judge_vs_ceiling(pandalm, n_boot=50)
+    ens = ag.ensembles(pandalm)
+    for fig in (ag.plot_kappa_heatmap(pm), ag.plot_forest(jv), ag.plot_ensembles(ens)):
+        assert isinstance(fig, matplotlib.figure.Figure)
+
+
+def test_study_inputs_and_inconsistent_code_handled_explicitly():
+    s = ag.load_study("medqg_table19")
+    assert s.abstain == ["inconsistent"] and s.reference == "expert_x"
+    counts = s.label_counts().set_index("rater")
+    assert counts.loc["gpt-4", "inconsistent"] == 14 and counts.loc["gpt-4", "n_used"] == 26
+    assert s.for_agreement()["label"].isna().sum() == counts["inconsistent"].sum()
+    p = ag.load_study("pandalm", raters="annotator1,annotator2,gpt-3.5-turbo")
+    assert p.humans == ["annotator1", "annotator2"] and p.judges == ["gpt-3.5-turbo"]
+    with pytest.raises(AgreementError, match="unknown dataset"):
+        ag.load_study("nope")
+
+
+def test_prevalence_bias_against_consensus_and_weighted_report(pandalm):
+    t = ag.prevalence_bias_indices(pandalm, judges=["gpt-3.5-turbo"], humans=["annotator1", "annotator2", "annotator3"])
+    row = t.set_index("category").loc["tie"]
+    # the kappa paradox on the 'tie' class: high agreement, kappa near 0
+    assert row["percent_agreement"] > 0.85 and row["cohen_kappa"] < 0.1
+    df = synthetic_annotations(n_items=80, n_raters=3, categories=(1, 2, 3, 4), seed=4)
+    rep = ag.agreement_report(df, metrics=["cohen_kappa_quadratic", "gwet_ac2", "krippendorff_alpha"],
+                              level="ordinal", n_boot=50, ceiling=True, humans=["r1", "r2", "r3"], pairwise=True)
+    assert {"cohen_kappa_quadratic", "gwet_ac2_quadratic", "krippendorff_alpha", "ceiling_loo_cohen_kappa",
+            "ceiling_pairwise_cohen_kappa"} <= set(rep["metric"])
+    assert rep["estimate"].notna().all()
+
+
+def test_bca_for_lights_kappa_and_ensemble_cis():
+    df = synthetic_annotations(n_items=100, n_raters=4, kappa=0.5, seed=9)
+    r = ag.cohen_kappa(df, n_boot=200, ci_method="bca")
+    assert "Light" in r.note and r.ci_low < r.estimate < r.ci_high
+    df["rater_kind"] = np.where(df["rater"].isin(["r1", "r2"]), "human", "llm")
+    ens = ag.ensembles(df, n_boot=100)
+    assert {"cohen_kappa_ci_low", "cohen_kappa_ci_high"} <= set(ens.columns) and len(ens) == 2
+
+
+def test_cli_bad_label_names_file_column_and_row(tmp_path, capsys):
+    from medeval_kit.cli import main
+
+    df = long_from_matrix(np.array([["A", "B"], ["B", "B"], ["A", "Q"]]))
+    f = tmp_path / "labels.csv"
+    df.to_csv(f, index=False)
+    rc = main(["agreement", str(f), "--categories", "A", "B", "--n-boot", "0"])
+    err = capsys.readouterr().err
+    # 'Q' is on data row 5 of the file (0-based, after the header): item i002, rater r1
+    assert rc == 2 and "labels.csv" in err and "'label'" in err and "rows [5]" in err and "'Q'" in err
