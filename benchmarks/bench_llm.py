@@ -1,0 +1,191 @@
+"""Speed of the LLM layer, as side-by-side ratios (printed, never asserted).
+
+1. Execution against the stub (100 ms latency, N = 2,000, concurrency 64):
+   efficiency = (N x latency / concurrency) / wall, target >= 0.9; and our throughput divided by a
+   baseline of raw ``openai.AsyncOpenAI`` calls under an ``asyncio.Semaphore``, target >= 0.9.
+2. Warm-cache throughput (hits/s), target >= 5,000.
+3. Local model: tokens/s through our client / tokens/s of raw ``llama_cpp`` in the same process, target >= 0.9.
+
+    python benchmarks/bench_llm.py [--n 2000] [--latency 0.1] [--concurrency 64] [--skip-local]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from medeval_kit.llm import Cache, Request, get_client  # noqa: E402
+
+
+def start_stub(latency: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "stub_server.py"), "--asyncio", "--latency", str(latency)],
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    assert line.startswith("READY "), line
+    return proc, line.split()[1]
+
+
+def make_requests(n: int, tag: str) -> list[Request]:
+    return [Request(messages=[{"role": "user", "content": f"{tag} item {i}"}], max_tokens=16) for i in range(n)]
+
+
+async def baseline(url: str, requests: list[Request], concurrency: int) -> float:
+    import openai
+
+    client = openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-bench", max_retries=0, timeout=60)
+    sem = asyncio.Semaphore(concurrency)
+
+    async def one(r: Request):
+        async with sem:
+            return await client.chat.completions.create(model="bench", messages=r.messages,
+                                                        max_tokens=r.max_tokens, temperature=0.0)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(r) for r in requests))
+    wall = time.perf_counter() - t0
+    await client.close()
+    return wall
+
+
+async def baseline_http(url: str, requests: list[Request], concurrency: int) -> float:
+    """The floor of the stack: bare httpx2 posts (no SDK objects, no cache) under a Semaphore."""
+    import httpx2
+
+    sem = asyncio.Semaphore(concurrency)
+    async with httpx2.AsyncClient(base_url=url + "/v1", headers={"authorization": "Bearer sk-bench"}, timeout=60,
+                                  limits=httpx2.Limits(max_connections=1024, max_keepalive_connections=1024)) as c:
+        async def one(r: Request):
+            async with sem:
+                resp = await c.post("/chat/completions", json={"model": "bench", "messages": r.messages,
+                                                               "max_tokens": r.max_tokens, "temperature": 0.0})
+                return resp.json()
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one(r) for r in requests))
+        return time.perf_counter() - t0
+
+
+def bench_execution(n: int, latency: float, concurrency: int, rounds: int) -> None:
+    proc, url = start_stub(latency)
+    try:
+        ideal = n * latency / concurrency
+        ours, base, bare = [], [], []
+        with tempfile.TemporaryDirectory() as tmp:
+            for k in range(rounds):
+                base.append(asyncio.run(baseline(url, make_requests(n, f"b{k}"), concurrency)))
+                bare.append(asyncio.run(baseline_http(url, make_requests(n, f"h{k}"), concurrency)))
+                client = get_client(f"openai/bench@{url}/v1", cache_path=Path(tmp) / f"c{k}.sqlite",
+                                    concurrency=concurrency)
+                t0 = time.perf_counter()
+                out = client.run(make_requests(n, f"o{k}"), progress=False)
+                ours.append(time.perf_counter() - t0)
+                assert sum(r.error is None for r in out) == n
+        o, b, h = min(ours), min(base), min(bare)
+        print(f"[execution] N={n}, latency={latency * 1000:.0f} ms, concurrency={concurrency}, "
+              f"ideal wall {ideal:.2f} s, best of {rounds}")
+        print(f"  ours (with cache writes): wall {o:.2f} s  efficiency {ideal / o:.3f}  (target >= 0.9)")
+        print(f"  raw SDK + Semaphore:      wall {b:.2f} s  efficiency {ideal / b:.3f}")
+        print(f"  bare httpx2 + Semaphore:  wall {h:.2f} s  efficiency {ideal / h:.3f}  (floor of the HTTP stack on this machine)")
+        print(f"  throughput ratio ours / baseline = {b / o:.3f}  (target >= 0.9); ours / bare httpx2 = {h / o:.3f}")
+        print(f"  all rounds ours {['%.2f' % x for x in ours]}  baseline {['%.2f' % x for x in base]}  "
+              f"bare {['%.2f' % x for x in bare]}")
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+def bench_warm_cache(n: int) -> None:
+    schema = {"type": "object", "properties": {"label": {"enum": ["A", "B", "tie"]}}, "required": ["label"]}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "warm.sqlite"
+        reqs = [Request(messages=[{"role": "user", "content": f"warm item {i}"}], schema=schema,
+                        model="openai/gpt-4o") for i in range(n)]
+        cache = Cache(path)
+        cache.put_many([{"key": r.key(), "provider": "openai", "model": "gpt-4o", "request_json": "{}",
+                         "text": '{"label": "A"}', "prompt_tokens": 10, "completion_tokens": 5}
+                        for r in reqs])
+        client = get_client("replay/openai/gpt-4o", cache_path=path)
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            out = client.run(reqs, progress=False)
+            best = min(best, time.perf_counter() - t0)
+        assert all(r.cached and r.parse_status == "ok" for r in out)
+        print(f"[warm cache] {n} hits (schema-validated) in {best:.3f} s = {n / best:,.0f} hits/s  (target >= 5,000)")
+
+
+def bench_local(rounds: int) -> None:
+    """Interleaved rounds of: raw llama_cpp in the main thread, raw llama_cpp in a worker thread
+    (where our client runs it), and our client (cache off). Median tokens/s of each."""
+    import concurrent.futures
+    import statistics
+
+    try:
+        from medeval_kit.llm.providers import load_llama, local_model_path
+
+        path = local_model_path("smollm2-135m")
+        llm, _lock = load_llama(path)
+    except Exception as exc:  # llama_cpp or the weights missing
+        print(f"[local] skipped: {exc}")
+        return
+    prompts = [f"Give one short fact about the {w}." for w in ("heart", "liver", "kidney")]
+    reqs = [Request(messages=[{"role": "user", "content": p}], max_tokens=32, temperature=0.0) for p in prompts]
+    llm.create_chat_completion(messages=reqs[0].messages, max_tokens=4)  # warm-up
+
+    def raw_once() -> tuple[int, float]:
+        t0, tok = time.perf_counter(), 0
+        for r in reqs:
+            res = llm.create_chat_completion(messages=r.messages, max_tokens=r.max_tokens, temperature=0.0,
+                                             seed=r.effective_seed)
+            tok += res["usage"]["completion_tokens"]
+        return tok, time.perf_counter() - t0
+
+    client = get_client("local/smollm2-135m", cache_mode="off")
+
+    def ours_once() -> tuple[int, float]:
+        t0 = time.perf_counter()
+        out = client.run(reqs, progress=False)
+        return sum(o.usage["completion_tokens"] for o in out), time.perf_counter() - t0
+
+    rates: dict[str, list[float]] = {"raw (main thread)": [], "raw (worker thread)": [], "ours": []}
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        for _ in range(rounds):
+            for name, fn in (("raw (main thread)", raw_once), ("raw (worker thread)", lambda: ex.submit(raw_once).result()),
+                             ("ours", ours_once)):
+                tok, wall = fn()
+                rates[name].append(tok / wall)
+    med = {k: statistics.median(v) for k, v in rates.items()}
+    print(f"[local] median tok/s over {rounds} interleaved rounds ({os.cpu_count()} cores): "
+          + ", ".join(f"{k} {v:.1f}" for k, v in med.items()))
+    print(f"  ratio ours / raw (main thread) = {med['ours'] / med['raw (main thread)']:.3f}; "
+          f"ours / raw (worker thread) = {med['ours'] / med['raw (worker thread)']:.3f}  (target >= 0.9)")
+    print("  all rounds: " + "; ".join(f"{k} {['%.0f' % x for x in v]}" for k, v in rates.items()))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=2000)
+    ap.add_argument("--latency", type=float, default=0.1)
+    ap.add_argument("--concurrency", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warm-n", type=int, default=20000)
+    ap.add_argument("--skip-local", action="store_true")
+    a = ap.parse_args()
+    os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-key")
+    bench_execution(a.n, a.latency, a.concurrency, a.rounds)
+    bench_warm_cache(a.warm_n)
+    if not a.skip_local:
+        bench_local(max(5, a.rounds))
+
+
+if __name__ == "__main__":
+    main()

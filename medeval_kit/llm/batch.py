@@ -1,0 +1,246 @@
+"""Provider batch engines: the OpenAI Batch API and Anthropic Message Batches.
+
+Flow: ``submit`` (uncached requests only; one line per distinct cache key, ``custom_id`` = key),
+persist the batch ids in the cache's ``batches`` table, ``poll``, then ``collect`` the results
+into the same cache. Everything needed to resume lives in the SQLite file, so after an
+interruption ``run_batch`` with the same requests submits nothing twice: it polls the pending
+batches and collects them. Batch calls are priced at the table's ``batch_discount``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .cost import cost_of
+from .errors import LLMError
+from .providers import AnthropicProvider, OpenAIProvider
+from .types import ModelSpec, Request, Response, canonical_json
+
+log = logging.getLogger(__name__)
+
+PENDING = "pending"
+READY = "ready"
+COLLECTED = "collected"
+FINAL = (COLLECTED, "failed", "expired", "cancelled")
+
+
+def _provider(client, spec: ModelSpec):
+    p = client.provider(spec)
+    if not isinstance(p, (OpenAIProvider, AnthropicProvider)):
+        raise LLMError(
+            f"{spec}: batch APIs exist for 'openai/...' and 'anthropic/...' only. For local models at scale, "
+            "serve them with vLLM (or llama.cpp server) and use 'openai/<model>@http://host:port/v1' with run()"
+        )
+    return p
+
+
+def _spec_of(row: dict[str, Any]) -> ModelSpec:
+    return ModelSpec(row["provider"], row["model"], row["base_url"] or None)
+
+
+def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10_000) -> list[str]:
+    """Submit the requests that are neither cached nor in a pending batch; return new batch ids."""
+    cache = client.cache
+    if not cache.writes:
+        raise LLMError(f"batch results are collected into the cache, but cache_mode is {cache.mode!r}: use 'use'")
+    specs = [client._spec_for(r) for r in requests]
+    keys = [r.key(s) for r, s in zip(requests, specs)]
+    cached = set(cache.get_many(keys))
+    pending = {k for b in cache.batches() if b["status"] not in FINAL for k in b["keys"]}
+    groups: dict[str, list[tuple[str, Request, ModelSpec]]] = {}
+    seen: set[str] = set()
+    for r, s, k in zip(requests, specs, keys):
+        if k in cached or k in pending or k in seen:
+            continue
+        seen.add(k)
+        groups.setdefault(str(s), []).append((k, r, s))
+    ids: list[str] = []
+    for items in groups.values():
+        spec = items[0][2]
+        provider = _provider(client, spec)
+        sdk = provider.make_client(sync=True)
+        for i in range(0, len(items), max_per_batch):
+            chunk = items[i:i + max_per_batch]
+            canon = {k: r.canonical(s) for k, r, s in chunk}
+            if isinstance(provider, OpenAIProvider):
+                lines = [json.dumps({"custom_id": k, "method": "POST", "url": "/v1/chat/completions",
+                                     "body": provider.body(r)}, ensure_ascii=False) for k, r, _ in chunk]
+                f = sdk.files.create(file=("medeval_batch.jsonl", ("\n".join(lines) + "\n").encode()),
+                                     purpose="batch")
+                b = sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                       completion_window="24h")
+                detail = {"input_file_id": f.id, "requests": canon}
+            else:
+                b = sdk.messages.batches.create(
+                    requests=[{"custom_id": k, "params": provider.body(r)} for k, r, _ in chunk])
+                detail = {"requests": canon}
+            cache.save_batch(b.id, provider=spec.provider, model=spec.name, base_url=spec.base_url,
+                             status=PENDING, keys=[k for k, _, _ in chunk], detail=detail)
+            log.info("submitted batch %s: %d requests to %s", b.id, len(chunk), spec)
+            ids.append(b.id)
+    return ids
+
+
+def poll_batches(client, batch_ids: Sequence[str] | None = None):
+    """Refresh the status of pending batches; return a DataFrame of all batches in the cache."""
+    import pandas as pd
+
+    cache = client.cache
+    for b in cache.batches():
+        if b["status"] != PENDING or (batch_ids is not None and b["batch_id"] not in batch_ids):
+            continue
+        spec = _spec_of(b)
+        provider = _provider(client, spec)
+        sdk = provider.make_client(sync=True)
+        detail = b["detail"]
+        if isinstance(provider, OpenAIProvider):
+            info = sdk.batches.retrieve(b["batch_id"])
+            remote = info.status
+            if info.output_file_id:
+                detail["output_file_id"] = info.output_file_id
+            if getattr(info, "error_file_id", None):
+                detail["error_file_id"] = info.error_file_id
+            status = READY if remote == "completed" or (remote in ("expired", "cancelled") and info.output_file_id) \
+                else remote if remote in ("failed", "expired", "cancelled") else PENDING
+        else:
+            info = sdk.messages.batches.retrieve(b["batch_id"])
+            remote = info.processing_status
+            status = READY if remote == "ended" else PENDING
+        detail["remote_status"] = remote
+        cache.save_batch(b["batch_id"], provider=b["provider"], model=b["model"], base_url=b["base_url"],
+                         status=status, keys=b["keys"], detail=detail)
+    rows = [{"batch_id": b["batch_id"], "model": f"{b['provider']}/{b['model']}", "status": b["status"],
+             "remote_status": b["detail"].get("remote_status"), "n": b["n"],
+             "n_ok": b["detail"].get("n_ok"), "n_failed": b["detail"].get("n_failed"),
+             "created_utc": b["created_utc"], "updated_utc": b["updated_utc"]} for b in cache.batches()]
+    return pd.DataFrame(rows, columns=["batch_id", "model", "status", "remote_status", "n", "n_ok", "n_failed",
+                                       "created_utc", "updated_utc"])
+
+
+def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
+    """Store the results of finished batches in the cache; return how many entries were stored."""
+    cache = client.cache
+    stored = 0
+    for b in cache.batches(status=READY):
+        if batch_ids is not None and b["batch_id"] not in batch_ids:
+            continue
+        spec = _spec_of(b)
+        provider = _provider(client, spec)
+        sdk = provider.make_client(sync=True)
+        detail = b["detail"]
+        canon: dict[str, dict[str, Any]] = detail.get("requests", {})
+        results: list[tuple[str, dict[str, Any] | None, str | None]] = []  # key, raw, error
+        if isinstance(provider, OpenAIProvider):
+            text = sdk.files.content(detail["output_file_id"]).text if detail.get("output_file_id") else ""
+            for line in text.splitlines():
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                resp = item.get("response") or {}
+                if item.get("error") or resp.get("status_code") != 200:
+                    results.append((item["custom_id"], None, json.dumps(item.get("error") or resp)[:300]))
+                else:
+                    results.append((item["custom_id"], resp.get("body") or {}, None))
+        else:
+            for item in sdk.messages.batches.results(b["batch_id"]):
+                d = item.model_dump(mode="json") if hasattr(item, "model_dump") else dict(item)
+                res = d.get("result") or {}
+                if res.get("type") == "succeeded":
+                    results.append((d["custom_id"], res.get("message") or {}, None))
+                else:
+                    results.append((d["custom_id"], None, json.dumps(res)[:300]))
+        entries, errors = [], {}
+        for key, raw, err in results:
+            c = canon.get(key)
+            if c is None:
+                continue
+            if err is not None:
+                errors[key] = err
+                continue
+            try:
+                if isinstance(provider, OpenAIProvider):
+                    comp = OpenAIProvider.completion_from_dict(raw)
+                else:
+                    comp = AnthropicProvider.completion_from_dict(raw, c.get("schema") is not None)
+            except LLMError as exc:
+                errors[key] = str(exc)
+                continue
+            if comp.text is None:
+                errors[key] = "empty reply"
+                continue
+            cost = cost_of(spec, comp.prompt_tokens, comp.completion_tokens, batch=True)
+            entries.append({
+                "key": key, "provider": spec.provider, "model": spec.name, "request_json": canonical_json(c),
+                "text": comp.text, "raw_json": raw, "prompt_tokens": comp.prompt_tokens,
+                "completion_tokens": comp.completion_tokens, "cost_usd": None if cost != cost else cost,
+                "latency_s": None, "finish_reason": comp.finish_reason, "response_id": comp.response_id,
+                "source": "batch",
+            })
+        cache.put_many(entries)
+        stored += len(entries)
+        detail.update(n_ok=len(entries), n_failed=len(errors), errors=errors)
+        cache.save_batch(b["batch_id"], provider=b["provider"], model=b["model"], base_url=b["base_url"],
+                         status=COLLECTED, keys=b["keys"], detail=detail)
+        log.info("collected batch %s: %d stored, %d failed", b["batch_id"], len(entries), len(errors))
+    return stored
+
+
+def run_batch(client, requests: Sequence[Request], *, poll_interval: float = 30.0, timeout: float | None = None,
+              progress: bool = True, max_per_batch: int = 10_000) -> list[Response]:
+    """Submit (or resume), poll until every batch holding these requests is done, collect, and
+    return one Response per request (in order), read from the cache.
+
+    Items that failed inside a batch come back with ``error`` set; run ``run_batch`` again to
+    resubmit just those. An interrupted call can simply be repeated: nothing is submitted twice.
+    """
+    if client.cache.mode == "replay":
+        return client.run(requests, progress=False)
+    t0 = time.perf_counter()
+    specs = [client._spec_for(r) for r in requests]
+    keys = [r.key(s) for r, s in zip(requests, specs)]
+    wanted = set(keys)
+    before = set(client.cache.get_many(wanted))
+    submit_batch(client, requests, max_per_batch=max_per_batch)
+    bar = None
+    if progress:
+        from .execute import progress_bar
+
+        bar = progress_bar(total=len(wanted), desc=f"batch {client.model}", unit="req")
+    while True:
+        mine = [b for b in client.cache.batches() if wanted & set(b["keys"])]
+        open_ids = [b["batch_id"] for b in mine if b["status"] not in FINAL]
+        if open_ids:
+            poll_batches(client, open_ids)
+            collect_batches(client, open_ids)
+        if bar is not None:
+            bar.n = len(client.cache.get_many(wanted))
+            bar.refresh()
+        if not [b for b in client.cache.batches() if wanted & set(b["keys"]) and b["status"] not in FINAL]:
+            break
+        if timeout is not None and time.perf_counter() - t0 > timeout:
+            if bar is not None:
+                bar.close()
+            raise LLMError(f"run_batch: batches {open_ids} still pending after {timeout:.0f} s; "
+                           "call run_batch again later to resume (nothing is resubmitted)")
+        time.sleep(poll_interval)
+    if bar is not None:
+        bar.close()
+    rows = client.cache.get_many(keys)
+    errors: dict[str, str] = {}
+    for b in client.cache.batches():
+        errors.update(b["detail"].get("errors") or {})
+    out = []
+    for r, s, k in zip(requests, specs, keys):
+        if k in rows:
+            resp = client.response_from_row(rows[k], r, s)
+            if k not in before:  # paid in this call (at the batch price)
+                resp.cached = False
+                resp.cost_usd = rows[k]["cost_usd"] if rows[k]["cost_usd"] is not None else float("nan")
+            out.append(resp)
+        else:
+            out.append(client.error_response(r, s, k, f"batch item failed: {errors.get(k, 'no result')}", 1))
+    return out

@@ -1,0 +1,338 @@
+"""Content-addressed record/replay cache in SQLite (WAL mode, safe for several processes).
+
+One row per successful call: the canonical request, raw text, raw provider response, usage,
+cost, latency and time. Errors are never stored. No API key ever reaches this file: requests
+hold no credentials and provider responses are stored as returned.
+
+Modes: ``off`` (no read, no write), ``use`` (read and write; default), ``replay`` (read only;
+a miss is an error listing the missing requests) and ``refresh`` (never read; overwrite).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from .errors import LLMError
+
+MODES = ("off", "use", "replay", "refresh")
+
+# Numbered migrations (PRAGMA user_version = index of the last one applied).
+MIGRATIONS: list[str] = [
+    """
+    CREATE TABLE IF NOT EXISTS responses (
+        key TEXT PRIMARY KEY,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        request_json TEXT NOT NULL,
+        text TEXT,
+        raw_json TEXT,
+        prompt_tokens INTEGER NOT NULL DEFAULT 0,
+        completion_tokens INTEGER NOT NULL DEFAULT 0,
+        cost_usd REAL,
+        latency_s REAL,
+        finish_reason TEXT,
+        response_id TEXT,
+        source TEXT NOT NULL DEFAULT 'live',
+        created_utc TEXT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS responses_model ON responses(provider, model);
+    CREATE TABLE IF NOT EXISTS batches (
+        batch_id TEXT PRIMARY KEY,
+        provider TEXT NOT NULL,
+        model TEXT NOT NULL,
+        base_url TEXT,
+        status TEXT NOT NULL,
+        keys_json TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        detail_json TEXT,
+        created_utc TEXT NOT NULL,
+        updated_utc TEXT NOT NULL
+    );
+    """,
+]
+
+_COLS = ("key", "provider", "model", "request_json", "text", "raw_json", "prompt_tokens",
+         "completion_tokens", "cost_usd", "latency_s", "finish_reason", "response_id", "source",
+         "created_utc")
+
+
+def default_cache_path() -> Path:
+    """``$MEDEVAL_CACHE`` or ``<repo>/data/cache/llm.sqlite``."""
+    env = os.environ.get("MEDEVAL_CACHE")
+    if env:
+        return Path(env)
+    import medeval_kit
+
+    return Path(medeval_kit.__file__).resolve().parents[1] / "data" / "cache" / "llm.sqlite"
+
+
+def utcnow() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Cache:
+    """SQLite response cache.
+
+    Args:
+        path: the SQLite file (created with its folder); default :func:`default_cache_path`.
+        mode: one of ``off``, ``use``, ``replay``, ``refresh``.
+    """
+
+    def __init__(self, path: str | os.PathLike | None = None, mode: str = "use") -> None:
+        if mode not in MODES:
+            raise LLMError(f"cache mode {mode!r} is unknown: use one of {', '.join(MODES)}")
+        self.mode = mode
+        self.path = Path(path) if path is not None else default_cache_path()
+        self._lock = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = None
+
+    # ------------------------------------------------------------------ connection
+    @property
+    def reads(self) -> bool:
+        return self.mode in ("use", "replay")
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in ("use", "refresh")
+
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout=60000")
+        for attempt in range(50):  # switching to WAL needs a moment of exclusive access
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError:
+                time.sleep(0.05 * (attempt + 1))
+        conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
+        self._migrate(conn)
+        self._conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _migrate(self, conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version >= len(MIGRATIONS):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            for i in range(version, len(MIGRATIONS)):
+                for stmt in MIGRATIONS[i].split(";"):
+                    if stmt.strip():
+                        conn.execute(stmt)
+            conn.execute(f"PRAGMA user_version={len(MIGRATIONS)}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Cache:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Cache({str(self.path)!r}, mode={self.mode!r})"
+
+    # ------------------------------------------------------------------ read / write
+    def get_many(self, keys: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Rows for the keys that are present (one query per 500 keys)."""
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, dict[str, Any]] = {}
+        if not keys or (not self.path.exists() and self._conn is None):
+            return out
+        with self._lock:
+            conn = self._connect()
+            cols = ",".join(_COLS)
+            for i in range(0, len(keys), 500):
+                chunk = keys[i:i + 500]
+                q = f"SELECT {cols} FROM responses WHERE key IN ({','.join('?' * len(chunk))})"
+                for row in conn.execute(q, chunk):
+                    out[row[0]] = dict(zip(_COLS, row))
+        return out
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        return self.get_many([key]).get(key)
+
+    def __contains__(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def __len__(self) -> int:
+        if not self.path.exists():
+            return 0
+        with self._lock:
+            return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def put(self, entry: dict[str, Any]) -> None:
+        """Store one successful call (replaces an existing row with the same key)."""
+        self.put_many([entry])
+
+    def put_many(self, entries: list[dict[str, Any]]) -> None:
+        if not entries:
+            return
+        rows = []
+        for e in entries:
+            e = dict(e)
+            e.setdefault("created_utc", utcnow())
+            e.setdefault("source", "live")
+            for k in ("raw_json", "request_json"):
+                if e.get(k) is not None and not isinstance(e[k], str):
+                    e[k] = json.dumps(e[k], ensure_ascii=False, default=str)
+            rows.append(tuple(e.get(c) for c in _COLS))
+        q = f"INSERT OR REPLACE INTO responses ({','.join(_COLS)}) VALUES ({','.join('?' * len(_COLS))})"
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(q, rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def iter_entries(self, *, model: str | None = None, keys: Iterable[str] | None = None
+                     ) -> Iterator[dict[str, Any]]:
+        """Stored rows, optionally for one ``provider/name`` or a set of keys."""
+        if not self.path.exists():
+            return
+        where, args = [], []
+        if model:
+            prov, _, name = model.partition("/")
+            where.append("provider=? AND model=?")
+            args += [prov, name]
+        q = f"SELECT {','.join(_COLS)} FROM responses"
+        if where:
+            q += " WHERE " + " AND ".join(where)
+        q += " ORDER BY created_utc, key"
+        wanted = set(keys) if keys is not None else None
+        with self._lock:
+            rows = self._connect().execute(q, args).fetchall()
+        for row in rows:
+            if wanted is None or row[0] in wanted:
+                yield dict(zip(_COLS, row))
+
+    # ------------------------------------------------------------------ maintenance
+    def stats(self):
+        """A DataFrame: one row per provider/model with n, tokens, cost and first/last times."""
+        import pandas as pd
+
+        cols = ["provider", "model", "n", "prompt_tokens", "completion_tokens", "cost_usd",
+                "first_utc", "last_utc"]
+        if not self.path.exists():
+            return pd.DataFrame(columns=cols)
+        q = ("SELECT provider, model, COUNT(*), SUM(prompt_tokens), SUM(completion_tokens), "
+             "SUM(cost_usd), MIN(created_utc), MAX(created_utc) FROM responses "
+             "GROUP BY provider, model ORDER BY provider, model")
+        with self._lock:
+            rows = self._connect().execute(q).fetchall()
+        return pd.DataFrame(rows, columns=cols)
+
+    def export(self, path: str | os.PathLike, *, model: str | None = None) -> int:
+        """Write entries as JSON Lines; return how many."""
+        n = 0
+        with open(path, "w", encoding="utf-8") as fh:
+            for e in self.iter_entries(model=model):
+                e = dict(e)
+                e["request"] = json.loads(e.pop("request_json"))
+                e["raw"] = json.loads(e.pop("raw_json")) if e.get("raw_json") else None
+                fh.write(json.dumps(e, ensure_ascii=False) + "\n")
+                n += 1
+        return n
+
+    def prune(self, *, older_than_days: float | None = None, model: str | None = None,
+              keep_keys: Iterable[str] | None = None, dry_run: bool = False) -> int:
+        """Delete entries (older than N days, of one model, and/or not in ``keep_keys``).
+
+        With no criterion nothing is deleted. Returns the number of rows (that would be) deleted.
+        """
+        if older_than_days is None and model is None and keep_keys is None:
+            return 0
+        if not self.path.exists():
+            return 0
+        where, args = [], []
+        if older_than_days is not None:
+            cutoff = (datetime.now(timezone.utc) - timedelta(days=float(older_than_days)))
+            where.append("created_utc < ?")
+            args.append(cutoff.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        if model:
+            prov, _, name = model.partition("/")
+            where.append("provider=? AND model=?")
+            args += [prov, name]
+        with self._lock:
+            conn = self._connect()
+            sel = "SELECT key FROM responses" + (" WHERE " + " AND ".join(where) if where else "")
+            victims = [r[0] for r in conn.execute(sel, args)]
+            if keep_keys is not None:
+                keep = set(keep_keys)
+                victims = [k for k in victims if k not in keep]
+            if not dry_run and victims:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    conn.executemany("DELETE FROM responses WHERE key=?", [(k,) for k in victims])
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return len(victims)
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the main file (do this before committing the cache to git)."""
+        if not self.path.exists():
+            return
+        with self._lock:
+            self._connect().execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # ------------------------------------------------------------------ batches
+    def save_batch(self, batch_id: str, *, provider: str, model: str, base_url: str | None,
+                   status: str, keys: list[str], detail: dict[str, Any] | None = None) -> None:
+        now = utcnow()
+        with self._lock:
+            conn = self._connect()
+            conn.execute(
+                "INSERT INTO batches (batch_id, provider, model, base_url, status, keys_json, n, "
+                "detail_json, created_utc, updated_utc) VALUES (?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(batch_id) DO UPDATE SET status=excluded.status, "
+                "detail_json=excluded.detail_json, updated_utc=excluded.updated_utc",
+                (batch_id, provider, model, base_url, status, json.dumps(keys), len(keys),
+                 json.dumps(detail or {}), now, now),
+            )
+
+    def batches(self, *, status: str | None = None) -> list[dict[str, Any]]:
+        if not self.path.exists():
+            return []
+        cols = ["batch_id", "provider", "model", "base_url", "status", "keys_json", "n",
+                "detail_json", "created_utc", "updated_utc"]
+        q = f"SELECT {','.join(cols)} FROM batches"
+        args: list[Any] = []
+        if status:
+            q += " WHERE status=?"
+            args.append(status)
+        with self._lock:
+            rows = self._connect().execute(q + " ORDER BY created_utc", args).fetchall()
+        out = []
+        for r in rows:
+            d = dict(zip(cols, r))
+            d["keys"] = json.loads(d.pop("keys_json"))
+            d["detail"] = json.loads(d.pop("detail_json") or "{}")
+            out.append(d)
+        return out

@@ -1,0 +1,196 @@
+"""Prices as dated data (``data/prices.yaml``), cost of a call, and estimates before a run."""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from medeval_kit.errors import DataFileError
+
+from .types import ModelSpec, Request, parse_model
+
+
+def default_prices_path() -> Path:
+    """``$MEDEVAL_PRICES`` or ``<repo>/data/prices.yaml``."""
+    env = os.environ.get("MEDEVAL_PRICES")
+    if env:
+        return Path(env)
+    import medeval_kit
+
+    return Path(medeval_kit.__file__).resolve().parents[1] / "data" / "prices.yaml"
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per 1M tokens for one model pattern, with the date it was checked."""
+
+    pattern: str
+    input: float
+    output: float
+    as_of: str
+    source: str
+
+    def cost(self, prompt_tokens: int, completion_tokens: int, *, discount: float = 1.0) -> float:
+        return discount * (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
+
+
+SELF_HOSTED = Price("openai/*@<base_url>", 0.0, 0.0, "n/a", "self-hosted OpenAI-compatible server")
+
+
+@lru_cache(maxsize=8)
+def _load(path: str, mtime: float) -> tuple[tuple[Price, ...], dict[str, float]]:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh) or {}
+    except OSError as exc:
+        raise DataFileError(f"{path}: cannot read the price table ({exc})") from exc
+    sources = data.get("sources") or {}
+    prices = []
+    for i, e in enumerate(data.get("models") or []):
+        try:
+            prices.append(Price(str(e["model"]), float(e["input"]), float(e["output"]),
+                                str(e.get("as_of", "unknown")), str(sources.get(e.get("source"), e.get("source", "")))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DataFileError(f"{path}: models[{i}] needs model, input and output numbers ({exc})") from exc
+    return tuple(prices), {k: float(v) for k, v in (data.get("batch_discount") or {}).items()}
+
+
+def load_prices(path: str | os.PathLike | None = None) -> tuple[tuple[Price, ...], dict[str, float]]:
+    """The price entries and batch discounts from the YAML table."""
+    p = str(path or default_prices_path())
+    try:
+        mtime = os.path.getmtime(p)
+    except OSError as exc:
+        raise DataFileError(f"{p}: price table not found; set MEDEVAL_PRICES or restore data/prices.yaml") from exc
+    return _load(p, mtime)
+
+
+def price_for(model: str | ModelSpec, *, prices_path: str | None = None) -> Price | None:
+    """The price of a model (``None`` when the table has no entry for it)."""
+    spec = model if isinstance(model, ModelSpec) else parse_model(model)
+    if spec.base_url:
+        return SELF_HOSTED
+    prices, _ = load_prices(prices_path)
+    for p in prices:
+        if fnmatch.fnmatchcase(spec.id, p.pattern):
+            return p
+    return None
+
+
+def batch_discount(provider: str, *, prices_path: str | None = None) -> float:
+    return load_prices(prices_path)[1].get(provider, 1.0)
+
+
+def cost_of(model: str | ModelSpec, prompt_tokens: int, completion_tokens: int, *, batch: bool = False,
+            prices_path: str | None = None) -> float:
+    """Cost in USD of one call; NaN when the price is unknown."""
+    spec = model if isinstance(model, ModelSpec) else parse_model(model)
+    p = price_for(spec, prices_path=prices_path)
+    if p is None:
+        return math.nan
+    disc = batch_discount(spec.provider, prices_path=prices_path) if batch else 1.0
+    return p.cost(prompt_tokens, completion_tokens, discount=disc)
+
+
+def estimate_prompt_tokens(request: Request) -> int:
+    """A conservative prompt-token estimate without a tokenizer: 1 token per 3 characters + 4 per message."""
+    chars = sum(len(m["content"]) for m in request.messages)
+    if request.schema is not None:
+        import json
+
+        chars += len(json.dumps(request.schema))
+    return chars // 3 + 4 * len(request.messages) + 3
+
+
+@dataclass(frozen=True, slots=True)
+class CostEstimate:
+    """A cost estimate before a run. ``cost_usd`` is an upper bound (every reply uses max_tokens);
+    ``cost_usd_low`` counts prompts only. NaN when a model has no price (see ``note``)."""
+
+    n_requests: int
+    n_cached: int
+    n_to_call: int
+    prompt_tokens: int
+    max_completion_tokens: int
+    cost_usd: float
+    cost_usd_low: float
+    price_as_of: str
+    note: str = ""
+
+    def summary(self) -> str:
+        def fmt(x: float) -> str:
+            return "unknown" if math.isnan(x) else f"${x:.4f}"
+
+        s = (f"{self.n_requests} requests ({self.n_cached} cached, {self.n_to_call} to call): "
+             f"~{self.prompt_tokens} prompt tokens, <= {self.max_completion_tokens} completion tokens; "
+             f"cost between {fmt(self.cost_usd_low)} and {fmt(self.cost_usd)} (prices as of {self.price_as_of})")
+        return s + (f"; {self.note}" if self.note else "")
+
+    def to_frame(self):
+        import dataclasses
+
+        import pandas as pd
+
+        return pd.DataFrame([dataclasses.asdict(self)])
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{self.summary()}</pre>"
+
+
+def estimate_cost(requests: list[Request], *, model: str | None = None, cache: Any = None,
+                  batch: bool = False, prices_path: str | None = None) -> CostEstimate:
+    """Estimate what running ``requests`` would cost.
+
+    Args:
+        requests: the requests; those without a model use ``model``.
+        model: default model string.
+        cache: a :class:`~medeval_kit.llm.Cache`; cached requests cost nothing and are excluded.
+        batch: price at the providers' batch discount.
+    """
+    specs, keys = [], []
+    for r in requests:
+        m = r.model or model
+        if m is None:
+            from .errors import RequestError
+
+            raise RequestError("estimate_cost: a request has no model; pass model='provider/name'")
+        spec = parse_model(m)
+        if spec.replay:
+            spec = ModelSpec(spec.provider, spec.name, spec.base_url, False)
+        specs.append(spec)
+        keys.append(r.key(spec))
+    cached: set[str] = set()
+    if cache is not None and getattr(cache, "reads", True):
+        cached = set(cache.get_many(keys))
+    hi = lo = 0.0
+    ptok = ctok = n_cached = 0
+    dates, unknown = set(), set()
+    seen: set[str] = set()
+    for r, spec, k in zip(requests, specs, keys):
+        if k in cached or k in seen:
+            n_cached += k in cached
+            continue
+        seen.add(k)
+        p_t, c_t = estimate_prompt_tokens(r), int(r.max_tokens)
+        ptok, ctok = ptok + p_t, ctok + c_t
+        price = price_for(spec, prices_path=prices_path)
+        if price is None:
+            unknown.add(spec.id)
+            continue
+        dates.add(price.as_of)
+        disc = batch_discount(spec.provider, prices_path=prices_path) if batch else 1.0
+        hi += price.cost(p_t, c_t, discount=disc)
+        lo += price.cost(p_t, 0, discount=disc)
+    note = ""
+    if unknown:
+        hi = lo = math.nan
+        note = f"no price for {', '.join(sorted(unknown))}: add it to data/prices.yaml"
+    return CostEstimate(len(requests), n_cached, len(seen), ptok, ctok, hi, lo,
+                        ", ".join(sorted(dates)) or "n/a", note)

@@ -1,0 +1,52 @@
+"""Errors raised by the LLM layer. All derive from :class:`medeval_kit.errors.MedevalError`."""
+
+from __future__ import annotations
+
+from medeval_kit.errors import MedevalError
+
+
+class LLMError(MedevalError):
+    """Base class of the errors of ``medeval_kit.llm``."""
+
+
+class UnknownModelError(LLMError, ValueError):
+    """A model string cannot be resolved to a provider."""
+
+
+class RequestError(LLMError, ValueError):
+    """A :class:`Request` is malformed (messages, roles, parameters)."""
+
+
+class MissingKeyError(LLMError):
+    """The API key environment variable of a provider is not set."""
+
+
+class MissingDependencyError(LLMError, ImportError):
+    """An optional dependency (e.g. ``llama-cpp-python``) is not installed."""
+
+
+class CacheMissError(LLMError):
+    """Replay mode found requests that are not in the cache.
+
+    ``missing`` lists ``(key, model, preview)`` tuples for every missing request.
+    """
+
+    def __init__(self, message: str, missing: list[tuple[str, str, str]] | None = None) -> None:
+        self.missing = list(missing or [])
+        super().__init__(message)
+
+
+class BudgetError(LLMError):
+    """A budget cap cannot be enforced (no price for the model) or was reached."""
+
+
+class ProviderError(LLMError):
+    """A provider returned something unusable (malformed body, no choices).
+
+    ``retryable`` says whether trying again may help; ``retry_after`` is seconds or None.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True, retry_after: float | None = None,
+                 status: int | None = None) -> None:
+        self.retryable, self.retry_after, self.status = retryable, retry_after, status
+        super().__init__(message)

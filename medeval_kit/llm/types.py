@@ -1,0 +1,262 @@
+"""Request, Response, RunStats and model-string parsing.
+
+The cache key of a request is a SHA-256 over its canonical JSON form: provider, model, messages,
+sampling parameters, schema, seed and repeat index. ``metadata`` (item ids and the like) and
+the base URL of an OpenAI-compatible server are *not* part of the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import RequestError, UnknownModelError
+
+KEY_VERSION = 1
+PROVIDERS = ("local", "openai", "anthropic")
+ROLES = ("system", "user", "assistant")
+
+
+# --------------------------------------------------------------------------- model strings
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A parsed model string ``[replay/]provider/name[@base_url]``."""
+
+    provider: str
+    name: str
+    base_url: str | None = None
+    replay: bool = False
+
+    @property
+    def id(self) -> str:
+        """``provider/name``: what goes into the cache key and the price table."""
+        return f"{self.provider}/{self.name}"
+
+    def __str__(self) -> str:
+        s = ("replay/" if self.replay else "") + self.id
+        return s + (f"@{self.base_url}" if self.base_url else "")
+
+
+def parse_model(model: str) -> ModelSpec:
+    """Parse a model string.
+
+    ``local/smollm2-135m``, ``openai/gpt-4o``, ``anthropic/claude-3-5-sonnet-latest``,
+    ``openai/<name>@http://host:port/v1`` (any OpenAI-compatible server) and
+    ``replay/<provider>/<name>`` (answers from the cache only).
+    """
+    if not isinstance(model, str) or not model.strip():
+        raise UnknownModelError(f"model must be a string such as 'openai/gpt-4o', got {model!r}")
+    s = model.strip()
+    replay = False
+    if s.startswith("replay/"):
+        replay, s = True, s[len("replay/"):]
+    base_url = None
+    for marker in ("@http://", "@https://"):
+        if marker in s:
+            s, rest = s.split(marker, 1)
+            base_url = marker[1:] + rest
+            break
+    provider, _, name = s.partition("/")
+    if provider not in PROVIDERS or not name:
+        raise UnknownModelError(
+            f"unknown model string {model!r}: write 'provider/name' with provider one of "
+            f"{', '.join(PROVIDERS)} (e.g. 'openai/gpt-4o', 'local/smollm2-135m', "
+            f"'openai/my-model@http://127.0.0.1:8000/v1'), optionally prefixed by 'replay/'"
+        )
+    if base_url and provider != "openai":
+        raise UnknownModelError(f"{model!r}: a base URL is only supported for 'openai/...' (OpenAI-compatible servers)")
+    return ModelSpec(provider, name, base_url, replay)
+
+
+def _canon_float(x: float | None) -> float | None:
+    return None if x is None else float(x)
+
+
+# --------------------------------------------------------------------------- Request
+@dataclass(frozen=True)
+class Request:
+    """One chat call.
+
+    Args:
+        messages: ``[{"role": "system"|"user"|"assistant", "content": str}, ...]``.
+        model: model string (see :func:`parse_model`); ``None`` means "the client's model".
+        temperature, max_tokens, top_p, stop, seed: sampling parameters (all in the cache key).
+        schema: optional JSON schema; the reply is then parsed and validated into ``parsed``.
+        repeat: repeat index; different repeats are different samples with different keys.
+        extra: further provider parameters (in the key), e.g. ``{"presence_penalty": 0.5}``.
+        metadata: free data carried to the Response (item ids...). NOT in the cache key.
+    """
+
+    messages: list[dict[str, Any]]
+    model: str | None = None
+    temperature: float = 0.0
+    max_tokens: int = 512
+    schema: dict[str, Any] | None = None
+    repeat: int = 0
+    seed: int = 0
+    top_p: float | None = None
+    stop: list[str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    __hash__ = None  # type: ignore[assignment]  # holds dicts
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.messages, (list, tuple)) or not self.messages:
+            raise RequestError("Request.messages must be a non-empty list of {'role', 'content'} dicts")
+        for i, m in enumerate(self.messages):
+            if not isinstance(m, dict) or m.get("role") not in ROLES or not isinstance(m.get("content"), str):
+                raise RequestError(
+                    f"Request.messages[{i}] must be {{'role': one of {ROLES}, 'content': str}}, got {m!r}"
+                )
+        if int(self.max_tokens) <= 0:
+            raise RequestError(f"Request.max_tokens must be positive, got {self.max_tokens}")
+        if int(self.repeat) < 0:
+            raise RequestError(f"Request.repeat must be >= 0, got {self.repeat}")
+        if self.schema is not None and not isinstance(self.schema, dict):
+            raise RequestError("Request.schema must be a JSON-schema dict or None")
+
+    def with_model(self, model: str) -> Request:
+        """Return a copy with ``model`` set."""
+        return dataclasses.replace(self, model=model)
+
+    @property
+    def effective_seed(self) -> int:
+        """The seed sent to the provider: derived from (seed, repeat) so repeats differ."""
+        return (int(self.seed) + 1_000_003 * int(self.repeat)) % (2**31 - 1)
+
+    def canonical(self, spec: ModelSpec | None = None) -> dict[str, Any]:
+        """The canonical dict that is hashed into the cache key."""
+        spec = spec or parse_model(self.model or "")
+        return {
+            "v": KEY_VERSION,
+            "provider": spec.provider,
+            "model": spec.name,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in self.messages],
+            "temperature": _canon_float(self.temperature),
+            "max_tokens": int(self.max_tokens),
+            "top_p": _canon_float(self.top_p),
+            "stop": list(self.stop) if self.stop else None,
+            "seed": int(self.seed),
+            "schema": self.schema,
+            "repeat": int(self.repeat),
+            "extra": self.extra or {},
+        }
+
+    def key(self, model: str | ModelSpec | None = None) -> str:
+        """Content-addressed cache key (hex SHA-256)."""
+        spec = model if isinstance(model, ModelSpec) else parse_model(model or self.model or "")
+        return canonical_key(self.canonical(spec))
+
+    def preview(self, n: int = 60) -> str:
+        """A one-line preview of the last message (for error lists)."""
+        text = " ".join(self.messages[-1]["content"].split())
+        return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def canonical_key(canon: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(canon).encode("utf-8")).hexdigest()
+
+
+# --------------------------------------------------------------------------- Response
+@dataclass(slots=True)
+class Response:
+    """The outcome of one Request (from a provider or the cache).
+
+    ``parse_status`` is ``"ok"`` (text present and, if a schema was given, parsed and valid),
+    ``"failed"`` (schema given, reply not valid JSON for it; ``text`` is kept) or ``"missing"``
+    (no text: the call failed, see ``error``).
+    """
+
+    text: str | None
+    parsed: Any = None
+    parse_status: str = "missing"
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0})
+    cost_usd: float = 0.0
+    latency_s: float = 0.0
+    provider: str = ""
+    model: str = ""
+    key: str = ""
+    cached: bool = False
+    request: Request | None = None
+    parse_error: str | None = None
+    finish_reason: str | None = None
+    response_id: str | None = None
+    attempts: int = 0
+    created_utc: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the call produced text (whatever the parse status)."""
+        return self.error is None and self.text is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """One flat row; request metadata is merged in as columns."""
+        row = dict(self.request.metadata) if self.request is not None else {}
+        row.update(
+            key=self.key, provider=self.provider, model=self.model,
+            repeat=self.request.repeat if self.request is not None else None,
+            text=self.text, parsed=self.parsed, parse_status=self.parse_status,
+            parse_error=self.parse_error, error=self.error,
+            prompt_tokens=self.usage.get("prompt_tokens", 0),
+            completion_tokens=self.usage.get("completion_tokens", 0),
+            cost_usd=self.cost_usd, latency_s=self.latency_s, cached=self.cached,
+            attempts=self.attempts, finish_reason=self.finish_reason,
+        )
+        return row
+
+
+def to_frame(responses: list[Response]):
+    """A tidy DataFrame, one row per response (metadata keys become columns)."""
+    import pandas as pd
+
+    return pd.DataFrame([r.to_dict() for r in responses])
+
+
+# --------------------------------------------------------------------------- RunStats
+@dataclass(frozen=True, slots=True)
+class RunStats:
+    """What one ``Client.run`` did."""
+
+    n: int
+    n_cached: int
+    n_failed: int
+    n_parse_failed: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    wall_s: float
+    n_called: int = 0
+    n_retries: int = 0
+    n_skipped_budget: int = 0
+    n_duplicates: int = 0
+    model: str = ""
+
+    def summary(self) -> str:
+        cost = "unknown (no price)" if math.isnan(self.cost_usd) else f"${self.cost_usd:.4f}"
+        s = (
+            f"{self.model}: {self.n} requests, {self.n_cached} from cache, {self.n_called} called "
+            f"({self.n_retries} retries), {self.n_failed} failed, {self.n_parse_failed} parse failures; "
+            f"tokens {self.prompt_tokens} in / {self.completion_tokens} out; cost {cost}; "
+            f"{self.wall_s:.2f} s"
+        )
+        if self.n_skipped_budget:
+            s += f"; {self.n_skipped_budget} skipped by the budget cap"
+        return s
+
+    def to_frame(self):
+        import pandas as pd
+
+        return pd.DataFrame([dataclasses.asdict(self)])
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{self.summary()}</pre>"

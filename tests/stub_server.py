@@ -1,0 +1,553 @@
+"""A stdlib stub of the OpenAI and Anthropic HTTP APIs, on 127.0.0.1 only, for tests and benchmarks.
+
+Speaks enough of: OpenAI chat completions, files (upload + content) and batches; Anthropic
+messages and message batches. Replies are deterministic functions of the request body; when the
+request carries a JSON schema (``response_format`` or a forced tool) the reply is an instance of
+that schema. A user message containing ``[[bad-json]]`` gets a reply that is not JSON.
+
+It can be told to fail (per completion attempt, seeded): ``p429`` (with ``Retry-After``), ``p500``,
+``ptimeout`` (sleeps ``timeout_sleep`` s, then drops the connection), ``pmalformed`` (200 with a
+body that is not JSON), ``ptruncated`` (a body shorter than its Content-Length), ``p400`` and
+``p401`` (echoes a masked key, as the real APIs do). A script of
+forced faults can be queued with :meth:`StubServer.queue`. Failed attempts are never counted as
+successes: ``server.successes`` counts successful completions per distinct request body.
+
+Use in tests::
+
+    with StubServer(latency=0.01) as srv:
+        client = get_client(f"openai/gpt-4o@{srv.openai_url}")
+
+or as a process: ``python tests/stub_server.py --port 0 --latency 0.1`` prints ``READY <url>``;
+``GET /_stats`` returns the counters as JSON. ``--asyncio`` runs a lean asyncio server (chat and
+messages only, no faults) for throughput benchmarks, where a thread per connection would be the bottleneck.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import random
+import sys
+import threading
+import time
+from collections import Counter, deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+FAULTS = ("429", "500", "timeout", "malformed", "truncated", "400", "401")
+
+
+def body_key(body: dict[str, Any]) -> str:
+    """Identity of a request body (what 'the same request' means to the server)."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def instance_of(schema: dict[str, Any], h: int, defs: dict[str, Any] | None = None) -> Any:
+    """A deterministic value that satisfies a (simple) JSON schema; ``h`` picks among choices."""
+    defs = defs if defs is not None else (schema.get("$defs") or schema.get("definitions") or {})
+    if "$ref" in schema:
+        return instance_of(defs.get(schema["$ref"].split("/")[-1], {}), h, defs)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][h % len(schema["enum"])]
+    for k in ("anyOf", "oneOf", "allOf"):
+        if k in schema:
+            return instance_of(schema[k][0], h, defs)
+    t = schema.get("type", "object")
+    if isinstance(t, list):
+        t = [x for x in t if x != "null"][0] if any(x != "null" for x in t) else "null"
+    if t == "object":
+        props = schema.get("properties", {})
+        return {name: instance_of(sub, h >> (3 * (i + 1)) if h else 0, defs) for i, (name, sub) in enumerate(props.items())}
+    if t == "array":
+        n = max(int(schema.get("minItems", 1)), 1)
+        return [instance_of(schema.get("items", {}), h + i, defs) for i in range(n)]
+    if t == "integer":
+        lo, hi = int(schema.get("minimum", 0)), int(schema.get("maximum", 9))
+        return lo + h % (hi - lo + 1)
+    if t == "number":
+        lo, hi = float(schema.get("minimum", 0)), float(schema.get("maximum", 1))
+        return lo + (hi - lo) * ((h % 100) / 100.0)
+    if t == "boolean":
+        return bool(h % 2)
+    if t == "null":
+        return None
+    return f"stub-{h % 10007}"
+
+
+def _last_user(messages: list[dict[str, Any]]) -> str:
+    for m in reversed(messages or []):
+        if m.get("role") == "user":
+            c = m.get("content")
+            return c if isinstance(c, str) else json.dumps(c)
+    return ""
+
+
+def reply_text(body: dict[str, Any], schema: dict[str, Any] | None) -> str:
+    k = body_key(body)
+    h = int(k[:12], 16)
+    if "[[bad-json]]" in _last_user(body.get("messages", [])):
+        return "Sorry, I think the answer is probably A." if schema is not None else "plain text"
+    if schema is not None:
+        return json.dumps(instance_of(schema, h))
+    return f"stub reply {k[:8]}"
+
+
+def openai_completion(body: dict[str, Any]) -> dict[str, Any]:
+    rf = body.get("response_format") or {}
+    schema = None
+    if rf.get("type") == "json_schema":
+        schema = (rf.get("json_schema") or {}).get("schema") or {}
+    elif rf.get("type") == "json_object":
+        schema = rf.get("schema") or {}
+    text = reply_text(body, schema)
+    ptok = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", [])) + 3
+    return {
+        "id": "chatcmpl-" + body_key(body)[:16], "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "stub"),
+        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                     "message": {"role": "assistant", "content": text, "refusal": None}}],
+        "usage": {"prompt_tokens": ptok, "completion_tokens": len(text.split()) + 1,
+                  "total_tokens": ptok + len(text.split()) + 1},
+    }
+
+
+def anthropic_message(body: dict[str, Any]) -> dict[str, Any]:
+    tools = body.get("tools") or []
+    choice = body.get("tool_choice") or {}
+    ptok = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", [])) + 3
+    if tools and choice.get("type") == "tool":
+        tool = next((t for t in tools if t.get("name") == choice.get("name")), tools[0])
+        text = reply_text(body, tool.get("input_schema") or {})
+        try:
+            value = json.loads(text)
+            content = [{"type": "tool_use", "id": "toolu_" + body_key(body)[:12], "name": tool["name"],
+                        "input": value}]
+            stop = "tool_use"
+        except ValueError:
+            content, stop = [{"type": "text", "text": text}], "end_turn"
+    else:
+        text = reply_text(body, None)
+        content, stop = [{"type": "text", "text": text}], "end_turn"
+    return {
+        "id": "msg_" + body_key(body)[:16], "type": "message", "role": "assistant",
+        "model": body.get("model", "stub"), "content": content, "stop_reason": stop,
+        "stop_sequence": None, "usage": {"input_tokens": ptok, "output_tokens": len(text.split()) + 1},
+    }
+
+
+def _parse_multipart(ctype: str, data: bytes) -> dict[str, bytes]:
+    boundary = ctype.split("boundary=", 1)[1].strip().strip('"').encode()
+    out: dict[str, bytes] = {}
+    for part in data.split(b"--" + boundary):
+        if b"\r\n\r\n" not in part:
+            continue
+        head, content = part.split(b"\r\n\r\n", 1)
+        if content.endswith(b"\r\n"):
+            content = content[:-2]
+        for token in head.decode("latin-1").split(";"):
+            token = token.strip()
+            if token.startswith("name="):
+                out[token[5:].strip('"')] = content
+                break
+    return out
+
+
+class StubState:
+    """Settings, counters and stored files/batches, shared by the handler threads."""
+
+    def __init__(self, *, latency: float = 0.0, p429: float = 0.0, p500: float = 0.0, ptimeout: float = 0.0,
+                 pmalformed: float = 0.0, ptruncated: float = 0.0, p400: float = 0.0, p401: float = 0.0,
+                 retry_after: float = 0.0,
+                 timeout_sleep: float = 2.0, batch_polls: int = 1, batch_error_ids: set[str] | None = None,
+                 seed: int = 0) -> None:
+        self.latency, self.retry_after, self.timeout_sleep = latency, retry_after, timeout_sleep
+        self.rates = {"429": p429, "500": p500, "timeout": ptimeout, "malformed": pmalformed,
+                      "truncated": ptruncated, "400": p400, "401": p401}
+        self.batch_polls = batch_polls
+        self.batch_error_ids = set(batch_error_ids or ())
+        self.rng = random.Random(seed)
+        self.lock = threading.Lock()
+        self.script: deque[str] = deque()
+        self.successes: Counter[str] = Counter()
+        self.faults: Counter[str] = Counter()
+        self.attempts = 0
+        self.auth_seen: list[str] = []
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_polls_seen: Counter[str] = Counter()
+        self.batch_creates = 0
+
+    def draw_fault(self) -> str | None:
+        with self.lock:
+            self.attempts += 1
+            if self.script:
+                f = self.script.popleft()
+                return None if f in ("ok", None) else f
+            u = self.rng.random()
+            acc = 0.0
+            for f in FAULTS:
+                acc += self.rates[f]
+                if u < acc:
+                    return f
+            return None
+
+    def stats(self) -> dict[str, Any]:
+        with self.lock:
+            return {"attempts": self.attempts, "successes": sum(self.successes.values()),
+                    "distinct_successes": len(self.successes),
+                    "max_per_request": max(self.successes.values(), default=0),
+                    "faults": dict(self.faults), "batch_creates": self.batch_creates}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    state: StubState  # set on the subclass made per server
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    # ---------------------------------------------------------------- plumbing
+    def _send(self, obj: Any, code: int = 200, headers: dict[str, str] | None = None,
+              raw: bytes | None = None, ctype: str = "application/json") -> None:
+        b = raw if raw is not None else json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(b)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(b)
+
+    def _error(self, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        self._send({"error": {"message": message, "type": "stub_error", "code": code},
+                    "type": "error"}, code, headers)
+
+    def _body(self) -> bytes:
+        n = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def _base(self) -> str:
+        return f"http://{self.server.server_address[0]}:{self.server.server_address[1]}"
+
+    def _fault(self) -> bool:
+        """Apply an injected fault; True when the request was answered with one."""
+        st = self.state
+        f = st.draw_fault()
+        if f is None:
+            return False
+        with st.lock:
+            st.faults[f] += 1
+        if f == "429":
+            self._error(429, "rate limited (stub)", {"retry-after": f"{st.retry_after:g}"})
+        elif f == "500":
+            self._error(500, "internal error (stub)")
+        elif f == "400":
+            self._error(400, "invalid request (stub)")
+        elif f == "401":  # like the real APIs, echo a partly masked key
+            key = (self.headers.get("authorization") or "").replace("Bearer ", "") or self.headers.get("x-api-key", "")
+            self._error(401, f"Incorrect API key provided: {key[:8]}****{key[-4:]}")
+        elif f == "timeout":
+            time.sleep(st.timeout_sleep)
+            self.close_connection = True
+        elif f == "malformed":
+            self._send(None, 200, raw=b'{"id": "x", "choices": [ this is not json')
+        elif f == "truncated":
+            b = json.dumps({"id": "x", "object": "chat.completion", "choices": []}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(b) + 100))
+            self.end_headers()
+            self.wfile.write(b[: len(b) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+        return True
+
+    def _count(self, body: dict[str, Any]) -> None:
+        with self.state.lock:
+            self.state.successes[body_key(body)] += 1
+
+    # ---------------------------------------------------------------- routes
+    def do_GET(self) -> None:  # noqa: N802
+        st, path = self.state, self.path.split("?")[0]
+        if path == "/_stats":
+            return self._send(st.stats())
+        if path.startswith("/v1/files/") and path.endswith("/content"):
+            fid = path.split("/")[3]
+            if fid not in st.files:
+                return self._error(404, f"no file {fid}")
+            return self._send(None, raw=st.files[fid], ctype="application/octet-stream")
+        if path.startswith("/v1/batches/"):
+            return self._openai_batch_get(path.split("/")[3])
+        if path.startswith("/v1/messages/batches/"):
+            parts = path.split("/")
+            if len(parts) == 6 and parts[5] == "results":
+                return self._anthropic_results(parts[4])
+            return self._anthropic_batch_get(parts[4])
+        self._error(404, f"unknown path {path}")
+
+    def do_POST(self) -> None:  # noqa: N802
+        st, path = self.state, self.path.split("?")[0]
+        raw = self._body()
+        auth = self.headers.get("authorization") or self.headers.get("x-api-key") or ""
+        with st.lock:
+            if len(st.auth_seen) < 5:
+                st.auth_seen.append(auth)
+        if path == "/v1/files":
+            parts = _parse_multipart(self.headers.get("content-type", ""), raw)
+            with st.lock:
+                fid = f"file-{len(st.files) + 1:06d}"
+                st.files[fid] = parts.get("file", b"")
+            return self._send({"id": fid, "object": "file", "bytes": len(st.files[fid]),
+                               "created_at": int(time.time()), "filename": "batch.jsonl",
+                               "purpose": "batch", "status": "processed"})
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return self._error(400, "request body is not JSON")
+        if path == "/v1/batches":
+            return self._openai_batch_create(body)
+        if path == "/v1/messages/batches":
+            return self._anthropic_batch_create(body)
+        if path.endswith("/chat/completions") or path == "/v1/messages":
+            if self._fault():
+                return
+            if st.latency:
+                time.sleep(st.latency)
+            reply = openai_completion(body) if path.endswith("/chat/completions") else anthropic_message(body)
+            self._count(body)
+            return self._send(reply)
+        self._error(404, f"unknown path {path}")
+
+    # ---------------------------------------------------------------- OpenAI batches
+    def _openai_batch_create(self, body: dict[str, Any]) -> None:
+        st = self.state
+        data = st.files.get(body.get("input_file_id", ""))
+        if data is None:
+            return self._error(404, "input file not found")
+        out_lines, n_ok, n_err = [], 0, 0
+        for line in data.decode().splitlines():
+            if not line.strip():
+                continue
+            item = json.loads(line)
+            cid, req = item["custom_id"], item["body"]
+            if cid in st.batch_error_ids:
+                n_err += 1
+                out_lines.append({"id": f"req_{cid[:8]}", "custom_id": cid, "response": None,
+                                  "error": {"code": "server_error", "message": "stub batch item error"}})
+                continue
+            self._count(req)
+            n_ok += 1
+            out_lines.append({"id": f"req_{cid[:8]}", "custom_id": cid, "error": None,
+                              "response": {"status_code": 200, "request_id": f"r{cid[:8]}",
+                                           "body": openai_completion(req)}})
+        with st.lock:
+            st.batch_creates += 1
+            bid = f"batch_{len(st.batches) + 1:06d}"
+            ofid = f"file-out-{bid}"
+            st.files[ofid] = ("\n".join(json.dumps(x) for x in out_lines) + "\n").encode()
+            st.batches[bid] = {"kind": "openai", "output_file_id": ofid, "n_ok": n_ok, "n_err": n_err,
+                               "input_file_id": body.get("input_file_id"), "created_at": int(time.time())}
+        self._openai_batch_get(bid)
+
+    def _openai_batch_get(self, bid: str) -> None:
+        st = self.state
+        b = st.batches.get(bid)
+        if b is None:
+            return self._error(404, f"no batch {bid}")
+        with st.lock:
+            st.batch_polls_seen[bid] += 1
+            polls = st.batch_polls_seen[bid]
+        done = polls > st.batch_polls
+        n = b["n_ok"] + b["n_err"]
+        self._send({"id": bid, "object": "batch", "endpoint": "/v1/chat/completions", "errors": None,
+                    "input_file_id": b["input_file_id"], "completion_window": "24h",
+                    "status": "completed" if done else "in_progress",
+                    "output_file_id": b["output_file_id"] if done else None, "error_file_id": None,
+                    "created_at": b["created_at"],
+                    "request_counts": {"total": n, "completed": b["n_ok"] if done else 0,
+                                       "failed": b["n_err"] if done else 0}})
+
+    # ---------------------------------------------------------------- Anthropic batches
+    def _anthropic_batch_create(self, body: dict[str, Any]) -> None:
+        st = self.state
+        results, n_ok, n_err = [], 0, 0
+        for item in body.get("requests", []):
+            cid, params = item["custom_id"], item["params"]
+            if cid in st.batch_error_ids:
+                n_err += 1
+                results.append({"custom_id": cid, "result": {"type": "errored", "error": {
+                    "type": "error", "error": {"type": "api_error", "message": "stub batch item error"}}}})
+                continue
+            self._count(params)
+            n_ok += 1
+            results.append({"custom_id": cid, "result": {"type": "succeeded", "message": anthropic_message(params)}})
+        with st.lock:
+            st.batch_creates += 1
+            bid = f"msgbatch_{len(st.batches) + 1:06d}"
+            st.batches[bid] = {"kind": "anthropic", "results": results, "n_ok": n_ok, "n_err": n_err,
+                               "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        self._anthropic_batch_get(bid)
+
+    def _anthropic_batch_get(self, bid: str) -> None:
+        st = self.state
+        b = st.batches.get(bid)
+        if b is None:
+            return self._error(404, f"no batch {bid}")
+        with st.lock:
+            st.batch_polls_seen[bid] += 1
+            polls = st.batch_polls_seen[bid]
+        done = polls > st.batch_polls
+        n = b["n_ok"] + b["n_err"]
+        self._send({"id": bid, "type": "message_batch",
+                    "processing_status": "ended" if done else "in_progress",
+                    "request_counts": {"processing": 0 if done else n, "succeeded": b["n_ok"] if done else 0,
+                                       "errored": b["n_err"] if done else 0, "canceled": 0, "expired": 0},
+                    "ended_at": b["created_at"] if done else None, "created_at": b["created_at"],
+                    "expires_at": b["created_at"], "archived_at": None, "cancel_initiated_at": None,
+                    "results_url": f"{self._base()}/v1/messages/batches/{bid}/results" if done else None})
+
+    def _anthropic_results(self, bid: str) -> None:
+        b = self.state.batches.get(bid)
+        if b is None:
+            return self._error(404, f"no batch {bid}")
+        data = ("\n".join(json.dumps(x) for x in b["results"]) + "\n").encode()
+        self._send(None, raw=data, ctype="application/binary")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 512
+    allow_reuse_address = True
+
+
+class StubServer:
+    """The stub on ``127.0.0.1:<port>`` (0 = any free port), serving in a daemon thread.
+
+    Attributes: ``url`` (``http://127.0.0.1:PORT``), ``openai_url`` (``url + "/v1"``),
+    ``state`` (counters: ``successes``, ``faults``, ``attempts``...).
+    """
+
+    def __init__(self, port: int = 0, **settings: Any) -> None:
+        self.state = StubState(**settings)
+        handler = type("BoundHandler", (Handler,), {"state": self.state})
+        self.httpd = _Server(("127.0.0.1", port), handler)
+        self.port = self.httpd.server_address[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.openai_url = self.url + "/v1"
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> StubServer:
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self) -> StubServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def queue(self, *faults: str) -> None:
+        """Force the next completion attempts to fail in this order (``"ok"`` = no fault)."""
+        with self.state.lock:
+            self.state.script.extend(faults)
+
+    def set(self, **settings: Any) -> None:
+        """Change fault rates (``p429`` ...), ``latency``, ``retry_after`` or ``timeout_sleep``."""
+        with self.state.lock:
+            for k, v in settings.items():
+                if k.startswith("p") and k[1:] in self.state.rates:
+                    self.state.rates[k[1:]] = v
+                else:
+                    setattr(self.state, k, v)
+
+    @property
+    def successes(self) -> Counter[str]:
+        return self.state.successes
+
+    def stats(self) -> dict[str, Any]:
+        return self.state.stats()
+
+
+async def serve_async(port: int = 0, latency: float = 0.0, ready=None) -> None:
+    """A lean asyncio variant (chat completions + messages only, no faults) for throughput benchmarks:
+    no thread per connection, so the stub itself is not the bottleneck at high concurrency."""
+    import asyncio
+
+    counts: Counter[str] = Counter()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                path = lines[0].split(" ")[1].split("?")[0]
+                n = 0
+                for line in lines[1:]:
+                    if line.lower().startswith("content-length:"):
+                        n = int(line.split(":", 1)[1])
+                body = json.loads(await reader.readexactly(n)) if n else {}
+                if path.endswith("/chat/completions") or path == "/v1/messages":
+                    if latency:
+                        await asyncio.sleep(latency)
+                    reply = openai_completion(body) if path.endswith("/chat/completions") else anthropic_message(body)
+                    counts[body_key(body)] += 1
+                    code = b"200 OK"
+                elif path == "/_stats":
+                    reply, code = {"successes": sum(counts.values()), "distinct_successes": len(counts)}, b"200 OK"
+                else:
+                    reply, code = {"error": {"message": f"unknown path {path}"}}, b"404 Not Found"
+                data = json.dumps(reply).encode()
+                writer.write(b"HTTP/1.1 " + code + b"\r\ncontent-type: application/json\r\ncontent-length: "
+                             + str(len(data)).encode() + b"\r\n\r\n" + data)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+    if ready is not None:
+        ready(server.sockets[0].getsockname()[1])
+    async with server:
+        await server.serve_forever()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--port", type=int, default=0)
+    for name in ("latency", "p429", "p500", "ptimeout", "pmalformed", "ptruncated", "retry_after"):
+        ap.add_argument(f"--{name.replace('_', '-')}", type=float, default=0.0)
+    ap.add_argument("--timeout-sleep", type=float, default=2.0)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--asyncio", action="store_true", help="lean asyncio server (no faults) for benchmarks")
+    a = ap.parse_args(argv)
+    if a.asyncio:
+        import asyncio
+
+        try:
+            asyncio.run(serve_async(a.port, a.latency,
+                                    ready=lambda port: print(f"READY http://127.0.0.1:{port}", flush=True)))
+        except KeyboardInterrupt:
+            pass
+        return 0
+    srv = StubServer(a.port, latency=a.latency, p429=a.p429, p500=a.p500, ptimeout=a.ptimeout,
+                     pmalformed=a.pmalformed, ptruncated=a.ptruncated, retry_after=a.retry_after,
+                     timeout_sleep=a.timeout_sleep, seed=a.seed)
+    print(f"READY {srv.url}", flush=True)
+    try:
+        srv.httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
