@@ -400,3 +400,11 @@ def test_canary_key_never_written(stub, tmp_path, monkeypatch, caplog):
         assert CANARY[:8].encode() not in data, f.name  # not even the masked prefix
     assert CANARY not in caplog.text and CANARY[:8] not in caplog.text
     assert "sk-canary" not in (redact(f"Incorrect API key provided: {CANARY[:8]}****{CANARY[-4:]}") or "")
+
+
+def test_raw_newlines_inside_json_strings_parse():
+    # llama.cpp's JSON grammar admits raw control characters inside strings; they are unambiguous.
+    from medeval_kit.llm.parse import extract_json
+
+    assert extract_json('{"feedback": "line one\nline two"}') == {"feedback": "line one\nline two"}
+    assert extract_json('noise {"a": "x\ty"} tail') == {"a": "x\ty"}

@@ -9,7 +9,7 @@ from typing import Any
 
 from .types import canonical_json
 
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(strict=False)
 
 
 def extract_json(text: str) -> Any:
@@ -17,11 +17,13 @@ def extract_json(text: str) -> Any:
 
     Accepts a bare JSON document, one wrapped in a Markdown code fence, or the first JSON object
     or array in surrounding prose. Raises ``ValueError`` when there is none. Nothing is invented:
-    the returned value is exactly a JSON value present in the text.
+    the returned value is exactly a JSON value present in the text. Raw control characters
+    (newlines, tabs) inside strings are accepted (``strict=False``): llama.cpp's JSON grammar lets
+    them through, and they carry no ambiguity.
     """
     s = text.strip()
     try:
-        return json.loads(s)
+        return json.loads(s, strict=False)
     except ValueError:
         pass
     if "```" in s:  # ```json ... ```
@@ -29,7 +31,7 @@ def extract_json(text: str) -> Any:
         for block in parts[1::2]:
             body = block.split("\n", 1)[1] if "\n" in block and not block.lstrip().startswith(("{", "[")) else block
             try:
-                return json.loads(body.strip())
+                return json.loads(body.strip(), strict=False)
             except ValueError:
                 continue
     starts = [i for i in (s.find("{"), s.find("[")) if i >= 0]
