@@ -53,3 +53,33 @@ def test_unknown_status_is_an_error(outputs):
     df.to_csv(p, index=False)
     with pytest.raises(ValueError, match="unknown status 'close enough'"):
         collect_published(outputs)
+
+
+# Published numbers that the golden tests check (test_agreement, test_rounds*, test_generate*, test_bias):
+# (paper keyword, published value, expected status).
+GOLDEN = [
+    ("PandaLM", 0.85, "reproduced"), ("PandaLM", 0.88, "reproduced"), ("PandaLM", 0.86, "reproduced"),
+    ("PandaLM", 105, "reproduced"), ("PandaLM", 422, "reproduced"), ("PandaLM", 472, "reproduced"),
+    ("MCQG-SRefine", 0.875, "reproduced"), ("MCQG-SRefine", 0.66722, "reproduced"),
+    ("MCQG-SRefine", 0.538904899, "reproduced"), ("MCQG-SRefine", 0.9031, "reproduced"),
+    ("MCQG-SRefine", 0.6153, "differs"),  # Table 9 vs Table 19
+    ("Long-form", 0.94, "reproduced"), ("Long-form", 293, "reproduced"), ("Long-form", 317, "reproduced"),
+    ("MedQADE", 0.766, "reproduced"), ("MedQADE", 36, "reproduced"), ("MedQADE", 256, "reproduced"),
+    ("MedQADE", 0.709, "not recoverable"),
+    ("grounded", 0.9066, "reproduced"), ("grounded", 0.86, "differs"), ("grounded", 0.91, "differs"),
+    ("longform", 337, "reproduced"),
+    ("AutoMedEval", 0.5274, "reproduced"), ("AutoMedEval", 44.41, "reproduced"), ("AutoMedEval", 52.13, "reproduced"),
+]
+
+
+def test_report_lists_every_published_number_of_the_golden_tests(tmp_path):
+    """Built from the committed study outputs; `make figures` regenerates them."""
+    rep = build_report(outdir=tmp_path)
+    pub = rep.published.copy()
+    pub["value"] = pd.to_numeric(pub["published"], errors="coerce")
+    md = rep.md_path.read_text()
+    for paper, value, status in GOLDEN:
+        rows = pub[pub["paper"].str.contains(paper, case=False, regex=False) & ((pub["value"] - value).abs() < 1e-9)]
+        assert len(rows), f"{paper} {value} is missing from the report"
+        assert status in set(rows["status"]), f"{paper} {value}: status {set(rows['status'])}, expected {status}"
+        assert str(rows["published"].iloc[0]) in md
