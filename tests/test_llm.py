@@ -408,3 +408,15 @@ def test_raw_newlines_inside_json_strings_parse():
 
     assert extract_json('{"feedback": "line one\nline two"}') == {"feedback": "line one\nline two"}
     assert extract_json('noise {"a": "x\ty"} tail') == {"a": "x\ty"}
+
+
+def test_env_cache_mode_forces_replay(tmp_path, monkeypatch):
+    # make test exports MEDEVAL_CACHE_MODE=replay: even cache_mode="use" must not call anything.
+    from medeval_kit.llm import Request, get_client
+    from medeval_kit.llm.errors import CacheMissError
+
+    monkeypatch.setenv("MEDEVAL_CACHE_MODE", "replay")
+    client = get_client("openai/gpt-4o-mini@http://127.0.0.1:9/v1", cache_mode="use",
+                        cache_path=tmp_path / "c.sqlite")
+    with pytest.raises(CacheMissError, match="replay mode"):
+        client.run([Request(messages=[{"role": "user", "content": "hi"}])], progress=False)

@@ -376,13 +376,15 @@ def evaluate_benchmark(items: pd.DataFrame, models: Sequence[str], *, client=Non
 
 
 def _wilson(k: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
+    """Wilson score interval (statsmodels), clamped so that it always contains k/n despite rounding."""
     if n == 0:
         return np.nan, np.nan
+    from scipy.stats import norm
+    from statsmodels.stats.proportion import proportion_confint
+
+    lo, hi = proportion_confint(k, n, alpha=2 * (1 - norm.cdf(z)), method="wilson")
     p = k / n
-    den = 1 + z * z / n
-    c = (p + z * z / (2 * n)) / den
-    h = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, c - h), min(1.0, c + h)
+    return float(max(0.0, min(lo, p))), float(min(1.0, max(hi, p)))
 
 
 def accuracy_table(responses: pd.DataFrame, *, by: Sequence[str] = ("model", "format"),
