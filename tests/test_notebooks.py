@@ -42,3 +42,24 @@ def test_notebooks_stay_thin(path):
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     assert "\ndef " not in "\n" + code, f"{path.name}: define functions in the package, not the notebook"
     assert "import re\n" not in code and "%pip" not in code
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_defaults_are_a_study_run(path):
+    """nbval executes notebooks with their defaults; those must be one study run's parameters, so a test
+    run rewrites exactly what `make figures` writes (and replays only recorded LLM calls)."""
+    import ast
+
+    from medeval_kit import runner
+
+    declared = runner.notebook_parameters(path)
+    defaults = {}
+    for k, p in declared.items():
+        try:
+            defaults[k] = ast.literal_eval(p["default"])
+        except (ValueError, SyntaxError):
+            defaults[k] = p["default"]
+    runs = [r for s in runner.load_studies().values() for r in s.runs if r.notebook == path.name]
+    assert runs, f"{path.name} is in no study"
+    matches = [r.id for r in runs if all(defaults.get(k) == v for k, v in r.parameters.items())]
+    assert matches, f"{path.name}: no study run uses the notebook's defaults ({[r.id for r in runs]})"
