@@ -68,6 +68,29 @@ def data_hash(*frames: pd.DataFrame) -> str:
     return h.hexdigest()[:16]
 
 
+_SIDECAR_KEYS = ("study", "notebook", "parameters")
+
+
+def _sidecar(name: str, paths: Mapping[str, Path], data, meta: Mapping[str, Any] | None) -> dict:
+    """Provenance record: figure, files, data hash, study, notebook and parameters.
+
+    Keys of ``meta`` other than study/notebook/parameters are folded into ``parameters`` so that
+    every sidecar has the same shape.
+    """
+    meta = dict(meta or {})
+    params = dict(meta.pop("parameters", None) or {})
+    study, notebook = meta.pop("study", None), meta.pop("notebook", None)
+    params.update(meta)
+    return {
+        "figure": name,
+        "files": sorted(p.name for p in paths.values()),
+        "data_hash": data_hash(data) if data is not None else None,
+        "study": study,
+        "notebook": notebook,
+        "parameters": params,
+    }
+
+
 def save_figure(
     fig,
     name: str,
@@ -95,12 +118,7 @@ def save_figure(
             p = out / f"{name}.{fmt}"
             fig.savefig(p, format=fmt, metadata=stamp.get(fmt), dpi=300)
             paths[fmt] = p
-    side = {
-        "figure": name,
-        "files": sorted(p.name for p in paths.values()),
-        "data_hash": data_hash(data) if data is not None else None,
-        **{k: v for k, v in (meta or {}).items()},
-    }
+    side = _sidecar(name, paths, data, meta)
     paths["json"] = out / f"{name}.json"
     paths["json"].write_text(json.dumps(side, indent=2, sort_keys=True, default=str) + "\n")
     plt.close(fig)
@@ -138,8 +156,7 @@ def save_plotly(
                 "extra (kaleido) and Debian's chromium, or keep the HTML output"
             ) from exc
         paths[fmt] = out / f"{name}.{fmt}"
-    side = {"figure": name, "files": sorted(p.name for p in paths.values()), "kind": "plotly",
-            "offline": offline, "data_hash": data_hash(data) if data is not None else None, **dict(meta or {})}
+    side = {**_sidecar(name, paths, data, meta), "kind": "plotly", "offline": offline}
     paths["json"] = out / f"{name}.json"
     paths["json"].write_text(json.dumps(side, indent=2, sort_keys=True, default=str) + "\n")
     return paths

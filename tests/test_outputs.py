@@ -37,3 +37,34 @@ def test_save_figure_formats_sidecar_and_stability(tmp_path):
     from PIL import Image
     with Image.open(p1["png"]) as im:
         assert round(im.info["dpi"][0]) == 300
+
+
+def test_save_plotly_cdn_and_offline(tmp_path):
+    import plotly.graph_objects as go
+
+    from medeval_kit.plots import save_plotly
+
+    fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
+    small = save_plotly(fig, "p", tmp_path / "cdn", meta={"study": "s"})
+    full = save_plotly(fig, "p", tmp_path / "offline", offline=True)
+    cdn_html, off_html = small["html"].read_text(), full["html"].read_text()
+    assert 'src="https://cdn.plot.ly' in cdn_html and len(cdn_html) < 100_000
+    assert 'src="https://cdn.plot.ly' not in off_html and len(off_html) > 1_000_000  # plotly.js embedded
+    assert json.loads(small["json"].read_text())["kind"] == "plotly"
+
+
+def test_every_saved_figure_has_all_formats_and_a_valid_sidecar():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "figures"
+    sidecars = [p for p in root.glob("*/*.json")]
+    assert sidecars, "no figures: run `make figures`"
+    for side in sidecars:
+        meta = json.loads(side.read_text())
+        assert meta["figure"] == side.stem
+        for name in meta["files"]:
+            f = side.parent / name
+            assert f.exists() and f.stat().st_size > 0, f
+        if meta.get("kind") != "plotly":
+            assert {Path(n).suffix for n in meta["files"]} == {".pdf", ".png", ".svg"}, side
+            assert "study" in meta and "parameters" in meta, f"{side}: sidecar lacks study/parameters"
