@@ -113,3 +113,11 @@ def test_repository_studies_are_valid():
     for s in studies.values():
         for r in s.runs:
             runner.check_parameters(r.notebook, dict(r.parameters))
+
+
+def test_bench_command_lists_and_rejects():
+    from medeval_kit import bench
+
+    assert {"agreement", "llm"} <= set(bench.available())
+    proc = subprocess.run([sys.executable, "-m", "medeval_kit.cli", "bench", "nope"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "unknown benchmark 'nope'" in proc.stderr

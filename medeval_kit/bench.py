@@ -1,0 +1,35 @@
+"""``medeval bench NAME``: run a benchmark script from benchmarks/ (speed is printed, never asserted)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+__all__ = ["register_cli", "available"]
+
+
+def available() -> list[str]:
+    """Return the benchmark names found in ``benchmarks/bench_*.py``."""
+    from medeval_kit.runner import project_root
+
+    return sorted(p.stem.removeprefix("bench_") for p in (project_root() / "benchmarks").glob("bench_*.py"))
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from medeval_kit.errors import MedevalError
+    from medeval_kit.runner import project_root
+
+    names = available()
+    if args.name not in names:
+        raise MedevalError(f"unknown benchmark {args.name!r}; available: {names}")
+    script = project_root() / "benchmarks" / f"bench_{args.name}.py"
+    return subprocess.call([sys.executable, str(script), *args.args])
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    """Add ``medeval bench``."""
+    p = sub.add_parser("bench", help="run a benchmark script (agreement, llm) and print its ratios")
+    p.add_argument("name", help="benchmark name, e.g. agreement or llm")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script (see its --help)")
+    p.set_defaults(func=_cmd_bench)
