@@ -585,16 +585,10 @@ def _need(df: pd.DataFrame, cols: Iterable[str]) -> None:
 
 
 def _wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    if n <= 0:
-        return (np.nan, np.nan)
-    from scipy.stats import norm
+    """Wilson score interval for k/n (NaN when n == 0)."""
+    from medeval_kit.resolve import proportion_ci
 
-    z = norm.ppf(0.5 + level / 2)
-    p = k / n
-    den = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / den
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    return proportion_ci(int(k), int(n), confidence=level, method="wilson")
 
 
 def _mean_ci(x: np.ndarray, level: float, method: str) -> tuple[float, float, str, str]:

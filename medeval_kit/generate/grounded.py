@@ -375,14 +375,13 @@ def evaluate_benchmark(items: pd.DataFrame, models: Sequence[str], *, client=Non
     return res
 
 
-def _wilson(k: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval (statsmodels), clamped so that it always contains k/n despite rounding."""
+def _wilson(k: float, n: int) -> tuple[float, float]:
+    """Wilson 95% interval for k/n, clamped so that it always contains k/n despite rounding."""
+    from medeval_kit.resolve import proportion_ci
+
     if n == 0:
         return np.nan, np.nan
-    from scipy.stats import norm
-    from statsmodels.stats.proportion import proportion_confint
-
-    lo, hi = proportion_confint(k, n, alpha=2 * (1 - norm.cdf(z)), method="wilson")
+    lo, hi = proportion_ci(int(round(k)), int(n), confidence=0.95, method="wilson")
     p = k / n
     return float(max(0.0, min(lo, p))), float(min(1.0, max(hi, p)))
 
