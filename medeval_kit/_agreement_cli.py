@@ -1,21 +1,38 @@
-"""``medeval agreement``: agreement statistics on the user's own file, without a notebook."""
+"""``medeval agreement`` and ``medeval judge-vs-humans``: agreement on the user's own file, no notebook.
+
+Both work on any panel, including sparse physician panels where each item has its own 2-4
+raters: a statistic that is undefined for a design becomes NaN with the reason in ``note`` and
+never aborts the other rows.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
 
+import numpy as np
 import pandas as pd
 
+from medeval_kit._agreement_core import AgreementError
+from medeval_kit._panel import describe_raters
 from medeval_kit.errors import SchemaError
 
 DEFAULT_METRICS = ("percent_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha")
+COLUMNS = ["metric", "raters", "estimate", "ci_low", "ci_high", "n_items", "n_raters", "n_missing", "method", "note"]
+JVH_FIELDS = ["role", "rater", "design", "metric", "estimate", "ci_low", "ci_high", "n_items", "n_pairs", "delta",
+              "delta_ci_low", "delta_ci_high", "p_value", "note"]
 
 
 def _split_metric(name: str):
     """``cohen_kappa_linear`` -> (``cohen_kappa``, ``linear``); other names -> (name, None)."""
     base, _, suffix = name.rpartition("_")
     return (base, suffix) if suffix in ("linear", "quadratic") and base else (name, None)
+
+
+def _undefined(metric, raters, reason) -> pd.DataFrame:
+    return pd.DataFrame([dict(metric=metric, raters="|".join(map(str, raters or [])), estimate=np.nan,
+                              ci_low=np.nan, ci_high=np.nan, n_items=0, n_raters=len(raters or []), n_missing=0,
+                              method="none", note=f"undefined: {reason}")])
 
 
 def agreement_report(
@@ -28,19 +45,26 @@ def agreement_report(
     pairwise: bool = False,
     ceiling: bool = False,
     humans=None,
+    judges=None,
+    design: str = "loo",
+    margin: float = 0.05,
     criterion: str | None = None,
     n_boot: int = 2000,
     ci: float = 0.95,
     ci_method: str = "percentile",
     seed: int = 0,
+    notes=(),
 ) -> pd.DataFrame:
     """One tidy row per result: the table behind ``medeval agreement`` and the notebook's summary.
 
-    Columns: [criterion,] metric, raters, estimate, ci_low, ci_high, n_items, n_raters, n_missing,
-    method, note. ``metrics`` may name weighted kappas as ``cohen_kappa_linear`` or
-    ``cohen_kappa_quadratic``; ``level`` applies to Krippendorff's alpha. ``pairwise`` adds every
-    rater pair (first metric that is pairwise, default Cohen's kappa); ``ceiling`` adds the
-    leave-one-out and mean-pairwise human ceilings (``humans``, or rater_kind == "human").
+    Columns: [criterion,] section, metric, raters, estimate, ci_low, ci_high, n_items, n_raters,
+    n_missing, method, note. ``metrics`` may name weighted kappas as ``cohen_kappa_linear`` /
+    ``cohen_kappa_quadratic``; ``level`` applies to Krippendorff's alpha. A metric that is
+    undefined on this panel (e.g. Light's kappa when two raters share no item) is a NaN row with
+    the reason. ``pairwise`` adds every rater pair (NaN for pairs that share no item).
+    ``ceiling`` adds :func:`~medeval_kit.agreement.judge_vs_humans` rows (``section`` =
+    ``judge_vs_humans``, extra columns delta ...) for the first pairwise metric; it needs
+    ``humans`` or a ``rater_kind`` column.
     """
     from medeval_kit import agreement as ag
 
@@ -55,112 +79,279 @@ def agreement_report(
             lv = level if m in ("krippendorff_alpha",) else None
             if w and m in ("cohen_kappa", "gwet_ac2") and categories is None and level == "nominal":
                 lv = "ordinal"
-            res = ag.agreement(sub, m, raters=raters, categories=categories, level=lv, weights=w, n_boot=n_boot,
-                               ci=ci, ci_method=ci_method, seed=seed)
-            rows.append(res.to_frame())
+            try:
+                res = ag.agreement(sub, m, raters=raters, categories=categories, level=lv, weights=w, n_boot=n_boot,
+                                   ci=ci, ci_method=ci_method, seed=seed)
+                rows.append(res.to_frame().assign(section="agreement"))
+            except AgreementError as exc:  # undefined on this design: say why, keep the other rows
+                rows.append(_undefined(name, raters or sorted(sub["rater"].unique(), key=str), exc)
+                            .assign(section="agreement"))
+        pair_names = [_split_metric(n) for n in metrics if _split_metric(n)[0] in ag.PAIR_METRICS]
+        first_pair = next((p for p in pair_names if p[0] == "cohen_kappa"),
+                          pair_names[0] if pair_names else ("cohen_kappa", None))
         if pairwise:
-            pair_names = [_split_metric(n) for n in metrics if _split_metric(n)[0] in ag.PAIR_METRICS]
-            pm_metric = next((p for p in pair_names if p[0] == "cohen_kappa"),
-                             pair_names[0] if pair_names else ("cohen_kappa", None))
-            pm = ag.pairwise_matrix(sub, pm_metric[0], raters=raters, categories=categories, weights=pm_metric[1],
-                                    n_boot=n_boot, ci=ci, ci_method=ci_method, seed=seed)
-            pm = pm.assign(raters=pm["rater_a"] + "|" + pm["rater_b"], n_raters=2)
+            pm = ag.pairwise_matrix(sub, first_pair[0], raters=raters, categories=categories, weights=first_pair[1],
+                                    n_boot=n_boot, ci=ci, ci_method=ci_method, seed=seed, no_overlap="nan")
+            pm = pm.assign(raters=pm["rater_a"].astype(str) + "|" + pm["rater_b"].astype(str), n_raters=2,
+                           section="pairwise")
             rows.append(pm.drop(columns=["rater_a", "rater_b"]))
         if ceiling:
-            hs = humans
-            for form in ("loo", "pairwise"):
-                res = ag.human_ceiling(sub, hs, form=form, categories=categories, n_boot=n_boot, ci=ci,
-                                       ci_method=ci_method, seed=seed)
-                rows.append(res.to_frame())
+            res = ag.judge_vs_humans(sub, humans, judges, design=design, metric=first_pair[0],
+                                     categories=categories, weights=first_pair[1], margin=margin, n_boot=n_boot,
+                                     ci=ci, seed=seed)
+            t = res.to_frame()
+            t = t.assign(section="judge_vs_humans", raters=t["rater"], n_raters=np.where(
+                t["role"] == "humans", len(res.humans), 1), n_missing=0, method=res.method,
+                metric=t["metric"] + " (" + t["design"] + ")")
+            rows.append(t.drop(columns=["rater", "design"]))
         out = pd.concat(rows, ignore_index=True)
         if crit is not None:
             out.insert(0, "criterion", crit)
         frames.append(out)
-    cols = ["metric", "raters", "estimate", "ci_low", "ci_high", "n_items", "n_raters", "n_missing", "method", "note"]
     out = pd.concat(frames, ignore_index=True)
-    return out[[c for c in (["criterion"] if "criterion" in out.columns else []) + cols]]
+    if notes:
+        extra = "; ".join(notes)
+        out["note"] = [f"{n}; {extra}" if isinstance(n, str) and n else extra for n in out["note"]]
+    lead = (["criterion"] if "criterion" in out.columns else []) + ["section"] + COLUMNS
+    return out[lead + [c for c in out.columns if c not in lead and c != "level"]]
 
 
-def _cmd(args) -> int:
-    from medeval_kit import agreement as ag
-
-    df = ag.read_annotations(args.file, item=args.item, rater=args.rater, label=args.label,
-                             criterion=args.criterion, wide=args.wide, raters=args.raters if args.wide else None)
-    cats = args.categories
-    if cats and pd.api.types.is_numeric_dtype(df["label"]):
-        cats = [float(c) if "." in c else int(c) for c in cats]
-    humans = args.humans
-    if args.ceiling and not humans and "rater_kind" not in df.columns:
-        humans = args.raters or sorted(df["rater"].unique())
-    try:
-        table = _report(df, args, cats, humans)
-    except SchemaError as exc:  # name the file; row numbers are data rows of the (long) file, 0-based
-        raise SchemaError(exc.table, exc.column, exc.rows, exc.problem, exc.source or str(args.file)) from None
-    out = sys.stdout
-    _write(table, args.format, out)
-    return 0
-
-
-def _report(df, args, cats, humans):
-    return agreement_report(
-        df, metrics=args.metric or DEFAULT_METRICS, level=args.level, categories=cats,
-        raters=None if args.wide else args.raters, pairwise=args.pairwise, ceiling=args.ceiling, humans=humans,
-        criterion="criterion" if args.criterion else None, n_boot=args.n_boot, ci=args.ci,
-        ci_method=args.ci_method, seed=args.seed,
-    )
-
-
-def _write(table: pd.DataFrame, fmt: str, out) -> None:
-    if fmt == "csv":
-        table.to_csv(out, index=False)
-    elif fmt == "json":
-        recs = []
-        for r in table.to_dict("records"):
-            rs = str(r.pop("raters")).split("|")
-            rec = {"metric": r.pop("metric"), "raters": rs, "estimate": _num(r.pop("estimate")),
-                   "ci_low": _num(r.pop("ci_low")), "ci_high": _num(r.pop("ci_high")), "n_items": int(r.pop("n_items"))}
-            rec.update({k: (_num(v) if isinstance(v, float) else v) for k, v in r.items()})
-            recs.append(rec)
-        json.dump(recs, out, indent=2)
-        out.write("\n")
-    else:
-        shown = table.copy()
-        for c in ("estimate", "ci_low", "ci_high"):
-            shown[c] = shown[c].map(lambda v: "NaN" if pd.isna(v) else f"{v:.3f}")
-        out.write(shown.to_string(index=False) + "\n")
+# --------------------------------------------------------------------------- output
 
 
 def _num(v):
     return None if v is None or pd.isna(v) else float(v)
 
 
-def register_cli(subparsers) -> None:
-    """Add ``medeval agreement`` to the ``medeval`` command."""
-    p = subparsers.add_parser(
-        "agreement", help="agreement statistics (kappa, alpha, ...) with bootstrap CIs on an annotations file",
-        description="Agreement statistics with CIs that resample items. FILE is CSV, TSV, JSONL or Parquet, "
-                    "long format (one row per item and rater) or wide (--wide: one column per rater).",
-    )
+def _jsonable(v):
+    if isinstance(v, (bool, np.bool_)):
+        return bool(v)
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)) or v is None or v is pd.NA:
+        return _num(v)
+    return v
+
+
+def _footnotes(table: pd.DataFrame) -> list[str]:
+    methods = [m for m in pd.unique(table["method"].dropna()) if m and m != "none"] if "method" in table else []
+    return [f"CI: {m}" for m in methods]
+
+
+def _show(table: pd.DataFrame, cols: list[str]) -> str:
+    shown = table[[c for c in cols if c in table.columns]].copy()
+    for c in ("estimate", "ci_low", "ci_high", "delta", "delta_ci_low", "delta_ci_high"):
+        if c in shown:
+            shown[c] = shown[c].map(lambda v: "NaN" if pd.isna(v) else f"{v:.3f}")
+    if "p_value" in shown:
+        shown["p_value"] = shown["p_value"].map(lambda v: "" if pd.isna(v) else f"{v:.3g}")
+    for c in ("n_items", "n_pairs", "n_raters", "n_missing"):
+        if c in shown:
+            shown[c] = shown[c].map(lambda v: "" if pd.isna(v) else str(int(v)))
+    return shown.to_string(index=False)
+
+
+def _write_agreement(table: pd.DataFrame, fmt: str, out) -> None:
+    if fmt == "csv":
+        table.to_csv(out, index=False)
+        return
+    if fmt == "json":
+        recs = []
+        for r in table.to_dict("records"):
+            rec = {k: _jsonable(v) for k, v in r.items()}
+            rec["raters"] = str(r["raters"]).split("|")
+            recs.append(rec)
+        json.dump(recs, out, indent=2)
+        out.write("\n")
+        return
+    for section, sub in table.groupby("section", sort=False):
+        sub = sub.copy()
+        sub["raters"] = [describe_raters(str(r).split("|")) for r in sub["raters"]]
+        head = {"agreement": "Agreement", "pairwise": "Every rater pair",
+                "judge_vs_humans": "Judges vs humans (delta = judge - humans, paired bootstrap)"}[section]
+        out.write(f"{head}\n")
+        cols = (["criterion"] if "criterion" in sub else []) + ["metric", "raters", "estimate", "ci_low", "ci_high",
+                                                                 "n_items"]
+        if section == "judge_vs_humans":
+            cols += ["n_pairs", "delta", "delta_ci_low", "delta_ci_high", "p_value"]
+        else:
+            cols += ["n_raters", "n_missing"]
+        out.write(_show(sub, cols + ["note"]) + "\n")
+        if section == "pairwise":
+            none = int((sub["n_items"] == 0).sum())
+            if none:
+                out.write(f"  {none} of {len(sub)} rater pairs share no item (NaN)\n")
+        out.write("\n")
+    for f in _footnotes(table):
+        out.write(f"{f}\n")
+
+
+# --------------------------------------------------------------------------- commands
+
+
+def _read(args):
+    from medeval_kit._agreement_io import read_checked
+
+    wide = getattr(args, "wide", False)
+    df, notes = read_checked(args.file, item=args.item, rater=args.rater, label=args.label,
+                             criterion=getattr(args, "criterion", None), wide=wide,
+                             raters=args.raters if wide else None, rater_kind=args.rater_kind,
+                             missing=args.missing or (), normalize_labels=args.normalize_labels)
+    for n in notes:
+        print(f"medeval: warning: {args.file}: {n}", file=sys.stderr)
+    return df, notes
+
+
+def _check_common(args) -> None:
+    if args.n_boot < 0:
+        raise AgreementError(f"--n-boot must be 0 or more (0 = no CI); got {args.n_boot}")
+    if not 0 < args.ci < 1:
+        raise AgreementError(f"--ci must be a level between 0 and 1, e.g. 0.95; got {args.ci}")
+
+
+def _user_columns(exc: SchemaError, args) -> SchemaError:
+    """The same error, naming the user's own columns and the file."""
+    names = {"item": args.item, "rater": args.rater, "label": args.label}
+    col = names.get(exc.column, exc.column)
+    problem = exc.problem
+    for ours, theirs in names.items():
+        problem = problem.replace(f"'{ours}'", f"'{theirs}'")
+    return SchemaError(exc.table, col, exc.rows, problem, exc.source or str(args.file))
+
+
+def _cmd(args) -> int:
+    _check_common(args)
+    df, notes = _read(args)
+    cats = args.categories
+    if cats and pd.api.types.is_numeric_dtype(df["label"]):
+        cats = [float(c) if "." in c else int(c) for c in cats]
+    if args.ceiling and not args.humans and "rater_kind" not in df.columns:
+        raise AgreementError(
+            f"{args.file}: --ceiling needs to know who is human: pass --humans NAME ... or a rater-kind column "
+            f"(--rater-kind COL, values 'human' and 'llm'); no column {args.rater_kind!r} in the file"
+        )
+    try:
+        table = agreement_report(
+            df, metrics=args.metric or DEFAULT_METRICS, level=args.level, categories=cats,
+            raters=None if args.wide else args.raters, pairwise=args.pairwise, ceiling=args.ceiling,
+            humans=args.humans, judges=args.judges, design=args.design, margin=args.margin,
+            criterion="criterion" if args.criterion else None, n_boot=args.n_boot, ci=args.ci,
+            ci_method=args.ci_method, seed=args.seed, notes=notes,
+        )
+    except SchemaError as exc:  # row numbers are data rows of the (long) file, 0-based
+        raise _user_columns(exc, args) from None
+    _write_agreement(table, args.format, sys.stdout)
+    return 0
+
+
+def _jvh_cmd(args) -> int:
+    from medeval_kit import agreement as ag
+
+    _check_common(args)
+    df, notes = _read(args)
+    if not args.humans and args.rater_kind not in (None, "") and "rater_kind" not in df.columns:
+        raise AgreementError(
+            f"{args.file}: say who is human: pass --humans NAME ... or --rater-kind COL (a column with values "
+            f"'human' and 'llm'); the file has no column {args.rater_kind!r}"
+        )
+    try:
+        res = ag.judge_vs_humans(df, args.humans, args.judges, design=args.design, metric=args.metric,
+                                 margin=args.margin, n_boot=args.n_boot, ci=args.ci, seed=args.seed,
+                                 source=str(args.file))
+    except SchemaError as exc:
+        raise _user_columns(exc, args) from None
+    t = res.to_frame()
+    if notes:
+        t["note"] = [f"{n}; {'; '.join(notes)}" if n else "; ".join(notes) for n in t["note"]]
+    out = sys.stdout
+    if args.format == "csv":
+        t.to_csv(out, index=False)
+    elif args.format == "json":
+        json.dump([{k: _jsonable(r[k]) for k in JVH_FIELDS} for r in t.to_dict("records")], out, indent=2)
+        out.write("\n")
+    else:
+        out.write(f"Judges vs humans: {res.metric}, design {res.design!r}; {len(res.humans)} humans "
+                  f"({describe_raters(res.humans)}), {len(res.judges)} judge(s)\n")
+        t = t.assign(rater=[describe_raters([r]) for r in t["rater"]])
+        out.write(_show(t, ["role", "rater", "estimate", "ci_low", "ci_high", "n_items", "n_pairs", "delta",
+                            "delta_ci_low", "delta_ci_high", "p_value"]) + "\n")
+        for r in t.itertuples():
+            if r.role == "judge" and pd.notna(r.noninferior):
+                verdict = "non-inferior" if r.noninferior else "not shown non-inferior"
+                out.write(f"  {r.rater}: {verdict} at margin {r.margin:g} (p = {r.p_noninferiority:.3g})\n")
+        for n in pd.unique(t["note"]):
+            if n:
+                out.write(f"note: {n}\n")
+        out.write(f"CI: {res.method}\n")
+    return 0
+
+
+def _common_args(p, *, label_help="label column (default: label)") -> None:
     p.add_argument("file", help="annotations file (.csv, .tsv, .jsonl, .json, .parquet)")
     p.add_argument("--item", default="item", help="item column (default: item)")
     p.add_argument("--rater", default="rater", help="rater column, long format (default: rater)")
-    p.add_argument("--label", default="label", help="label column, long format (default: label)")
+    p.add_argument("--label", default="label", help=label_help)
+    p.add_argument("--missing", nargs="+", default=None, metavar="TOKEN",
+                   help="label values that mean 'no label' (an empty cell always does); e.g. --missing NA n/a")
+    p.add_argument("--normalize-labels", action="store_true",
+                   help="merge labels that differ only by case or surrounding white space")
+    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of items (0 = no CI)")
+    p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--format", default="table", choices=["table", "csv", "json"], help="output format")
+
+
+def _panel_args(p) -> None:
+    p.add_argument("--humans", nargs="+", default=None, metavar="NAME", help="the human raters")
+    p.add_argument("--rater-kind", default="rater_kind", metavar="COL",
+                   help="column saying who is human: values 'human' and 'llm' (default: rater_kind)")
+    p.add_argument("--judges", nargs="+", default=None, metavar="NAME",
+                   help="the judges to compare (default: every rater that is not human)")
+    p.add_argument("--design", default="loo", choices=["loo", "pooled", "medqade"],
+                   help="loo: each human and each judge against the other humans' consensus (default); pooled: "
+                        "every human-human and judge-human label pair; medqade: the MedQADE paper's design (biased; "
+                        "for reproduction only)")
+    p.add_argument("--margin", type=float, default=0.05,
+                   help="non-inferiority margin for delta = judge - humans (default 0.05)")
+
+
+def register_cli(subparsers) -> None:
+    """Add ``medeval agreement`` and ``medeval judge-vs-humans`` to the ``medeval`` command."""
+    from medeval_kit import agreement as ag
+
+    p = subparsers.add_parser(
+        "agreement", help="agreement statistics (kappa, alpha, ...) with bootstrap CIs on an annotations file",
+        description="Agreement statistics with CIs that resample items. FILE is CSV, TSV, JSONL or Parquet, "
+                    "long format (one row per item and rater) or wide (--wide: one column per rater). Works on "
+                    "sparse panels: a statistic undefined for the panel is NaN with the reason.",
+    )
+    _common_args(p)
     p.add_argument("--criterion", default=None, help="criterion column: one set of results per criterion")
     p.add_argument("--wide", action="store_true", help="wide format: one column per rater")
     p.add_argument("--raters", nargs="+", default=None, help="raters to use (wide: the rater columns)")
-    p.add_argument("--humans", nargs="+", default=None, help="human raters for --ceiling")
+    _panel_args(p)
     p.add_argument("--categories", nargs="+", default=None, help="declared labels, low to high for ordinal")
     p.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval", "ratio"],
                    help="measurement level for Krippendorff's alpha")
     p.add_argument("--metric", nargs="+", default=None,
-                   help="metrics (default: percent_agreement cohen_kappa fleiss_kappa krippendorff_alpha); "
-                        "also scott_pi pabak brennan_prediger gwet_ac1 gwet_ac2 icc1..icc3k pearson spearman "
-                        "kendall accuracy macro_f1 cohen_kappa_linear cohen_kappa_quadratic")
-    p.add_argument("--pairwise", action="store_true", help="add every rater pair")
-    p.add_argument("--ceiling", action="store_true", help="add the human ceiling (leave-one-out and pairwise)")
-    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples of items (0 = no CI)")
-    p.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
+                   help=f"metrics (default: {' '.join(DEFAULT_METRICS)}); any of {' '.join(ag.METRICS)}, and "
+                        "cohen_kappa_linear, cohen_kappa_quadratic")
+    p.add_argument("--pairwise", action="store_true", help="add every rater pair (NaN for pairs sharing no item)")
+    p.add_argument("--ceiling", action="store_true",
+                   help="add judges vs humans (--design, first pairwise --metric); needs --humans or --rater-kind")
     p.add_argument("--ci-method", default="percentile", choices=["percentile", "bca", "analytic"])
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
-    p.add_argument("--format", default="table", choices=["table", "csv", "json"], help="output format")
     p.set_defaults(func=_cmd)
+
+    q = subparsers.add_parser(
+        "judge-vs-humans", help="can this judge replace the humans? each judge scored like a held-out human",
+        description="Each LLM judge against the human raters, scored exactly like a held-out human (default "
+                    "design loo), with delta = judge - humans, its paired item-bootstrap CI, a two-sided p-value "
+                    "and a one-sided non-inferiority test at --margin. Works for 2 humans, dense panels and "
+                    "sparse panels (each item labelled by its own subset of raters).",
+    )
+    _common_args(q)
+    _panel_args(q)
+    q.add_argument("--metric", default="cohen_kappa",
+                   choices=["cohen_kappa", "percent_agreement", "scott_pi", "gwet_ac1", "brennan_prediger", "pabak",
+                            "accuracy", "macro_f1"], help="agreement metric (default cohen_kappa)")
+    q.set_defaults(func=_jvh_cmd, criterion=None, wide=False, raters=None)

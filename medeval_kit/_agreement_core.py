@@ -15,7 +15,9 @@ differences (judge minus ceiling) for free.
 
 Krippendorff's alpha is written from its published definition (Krippendorff 2011, "Computing
 Krippendorff's alpha-reliability", coincidence matrices); the GPL ``krippendorff`` package is
-used only as a test oracle.
+used only as a test oracle. With missing labels, Fleiss' kappa, Conger's kappa, AC1/AC2 and
+Brennan-Prediger follow Gwet (2014, Handbook of Inter-Rater Reliability) as implemented in R's
+irrCAC; weights are Cohen's (1968) agreement weights on category values or positions.
 """
 
 from __future__ import annotations
@@ -218,18 +220,100 @@ def _safe_div(a, b):
     return np.where(np.abs(b) < 1e-12, np.nan, out)
 
 
-def agreement_weights(K: int, weights, values=None) -> np.ndarray:
-    """Agreement weights w[k, l] in [0, 1]; 1 on the diagonal (Cohen 1968 / Gwet 2014)."""
-    idx = np.arange(K, dtype=float)
-    d = np.abs(idx[:, None] - idx[None, :])
-    span = max(K - 1, 1)
-    if weights in (None, "none", "unweighted"):
+WEIGHT_NAMES = ("linear", "quadratic")
+WEIGHT_BASES = ("auto", "positions", "values")
+FLEISS_MARGINALS = ("per_item", "pooled")
+_BASIS_ERROR = ("weight_basis must be 'auto' (category values for numeric labels, else positions), 'positions' "
+                "(ranks 0..K-1, as sklearn) or 'values' (category values, as irrCAC); not {basis!r}")
+
+
+def is_unweighted(weights) -> bool:
+    """True for ``None``/``"none"``/``"unweighted"`` (never for a matrix)."""
+    return weights is None or (isinstance(weights, str) and weights in ("none", "unweighted"))
+
+
+def agreement_weights(K: int, weights, values=None, categories=None) -> np.ndarray:
+    """Agreement weights w[k, l] in [0, 1] with 1 on the diagonal (Cohen 1968; Gwet 2014, ch. 3).
+
+    ``weights``: None (identity), ``"linear"`` (1 - |x_k - x_l| / span), ``"quadratic"``
+    (1 - (x_k - x_l)^2 / span^2) or a K x K agreement-weight matrix in category order.
+    ``x`` are the category ``values`` when given (irrCAC's convention), else the positions
+    0..K-1 (sklearn's ``cohen_kappa_score``); ``span = max(x) - min(x)``.
+    """
+    if weights is not None and not isinstance(weights, str):
+        return check_weight_matrix(weights, K, categories)
+    if is_unweighted(weights):
         return np.eye(K)
-    if weights == "linear":
-        return 1 - d / span
-    if weights == "quadratic":
-        return 1 - (d / span) ** 2
-    raise AgreementError(f"weights must be None, 'linear' or 'quadratic'; not {weights!r}")
+    if weights not in WEIGHT_NAMES:
+        raise AgreementError(
+            f"weights must be None, 'linear', 'quadratic' or a K x K agreement-weight matrix; not {weights!r}"
+        )
+    x = np.arange(K, dtype=float) if values is None else np.asarray(values, dtype=float)
+    span = float(x.max() - x.min()) if K else 0.0
+    if span <= 0:
+        return np.eye(K)
+    d = np.abs(x[:, None] - x[None, :]) / span
+    return 1 - d if weights == "linear" else 1 - d**2
+
+
+def check_weight_matrix(weights, K: int, categories=None) -> np.ndarray:
+    """Validate a user agreement-weight matrix: K x K, finite, symmetric, in [0, 1], ones on the diagonal."""
+    where = f" for the {K} categories {list(categories)}" if categories is not None else f" for {K} categories"
+    try:
+        w = np.asarray(weights, dtype=float)
+    except (TypeError, ValueError):
+        raise AgreementError(f"weights matrix must be numeric; got {type(weights).__name__}") from None
+    if w.shape != (K, K):
+        raise AgreementError(
+            f"weights matrix has shape {w.shape} but a {K} x {K} matrix is needed{where}; rows and columns "
+            "follow the category order (pass categories=[...] to fix it)"
+        )
+    if not np.isfinite(w).all():
+        raise AgreementError("weights matrix contains NaN or infinite entries; use agreement weights in [0, 1]")
+    if (w < 0).any() or (w > 1).any():
+        raise AgreementError(
+            f"weights matrix entries must lie in [0, 1] (agreement weights, not distances); got min {w.min():g}, "
+            f"max {w.max():g}. For a distance matrix D pass 1 - D / D.max()"
+        )
+    if not np.allclose(np.diag(w), 1.0):
+        raise AgreementError(f"weights matrix must have 1 on the diagonal (full credit for identical labels); "
+                             f"got diagonal {np.round(np.diag(w), 4).tolist()}")
+    if not np.allclose(w, w.T):
+        raise AgreementError(
+            "weights matrix must be symmetric (w[k, l] == w[l, k]); pass (W + W.T) / 2 if that is meant"
+        )
+    return w
+
+
+def weight_values(categories, basis: str = "auto") -> np.ndarray | None:
+    """Category values to build weights from, or None for positions (see :func:`agreement_weights`).
+
+    ``auto``: the values when every category is a number, else positions. ``values`` needs labels
+    that parse as numbers. ``positions`` always uses 0..K-1.
+    """
+    if basis not in WEIGHT_BASES:
+        raise AgreementError(_BASIS_ERROR.format(basis=basis))
+    if basis == "positions":
+        return None
+    if basis == "auto":
+        return np.asarray(categories, dtype=float) if _numeric(categories) else None
+    num = pd.to_numeric(pd.Series(list(categories), dtype=object), errors="coerce")
+    if num.isna().any():
+        raise AgreementError(
+            f"weight_basis='values' needs numeric labels; got {list(categories)[:6]}. "
+            "Use weight_basis='positions' or numeric labels"
+        )
+    return num.to_numpy(dtype=float)
+
+
+def check_marginals(marginals: str) -> str:
+    """Return ``marginals`` if it names a Fleiss chance-term convention, else raise AgreementError."""
+    if marginals not in FLEISS_MARGINALS:
+        raise AgreementError(
+            f"fleiss_marginals must be 'per_item' (per-item category shares, Gwet 2014 / irrCAC) or 'pooled' "
+            f"(category counts pooled over items with >= 2 labels); not {marginals!r}"
+        )
+    return marginals
 
 
 def pair_features(a: np.ndarray, b: np.ndarray, K: int) -> tuple[np.ndarray, int]:
@@ -280,7 +364,7 @@ def pair_stat(kind: str, a, b, K: int, weights=None) -> Stat:
     analytic = None
     if kind == "cohen_kappa":
         analytic = _cohen_analytic(w, K)
-    elif kind in ("percent_agreement", "accuracy") and weights in (None, "none", "unweighted"):
+    elif kind in ("percent_agreement", "accuracy") and np.array_equal(w, np.eye(K)):
         analytic = _wilson(K)
     return Stat(F, fn, n, analytic=analytic)
 
@@ -323,8 +407,22 @@ def count_matrix(codes: np.ndarray, K: int) -> np.ndarray:
     return N
 
 
-def multi_stat(kind: str, codes: np.ndarray, K: int, weights=None) -> Stat:
-    """Many-rater coefficient from per-item counts (missing labels allowed)."""
+def multi_stat(kind: str, codes: np.ndarray, K: int, weights=None, marginals: str = "per_item") -> Stat:
+    """Many-rater coefficient from per-item counts (missing labels allowed).
+
+    Observed agreement (Fleiss 1971 for complete data; Gwet 2014 and irrCAC with missing labels): the mean over
+    items with r_i >= 2 labels of sum_k n_ik (r*_ik - 1) / (r_i (r_i - 1)), r*_ik = sum_l w_kl n_il.
+
+    Fleiss' chance term sum_kl w_kl pi_k pi_l takes its category shares ``pi`` from
+    ``marginals``:
+
+    * ``"per_item"`` (default; Gwet 2014 and R's irrCAC ``fleiss.kappa.raw``):
+      pi_k = (1/n) sum_i n_ik / r_i over the n items with at least one label;
+    * ``"pooled"``: pi_k = sum_i n_ik / sum_i r_i over items with r_i >= 2 (counts pooled).
+
+    With the same number of labels on every item both equal Fleiss (1971).
+    """
+    check_marginals(marginals)
     N = count_matrix(codes, K)
     r = N.sum(1)
     v = (r >= 2).astype(float)
@@ -335,7 +433,7 @@ def multi_stat(kind: str, codes: np.ndarray, K: int, weights=None) -> Stat:
         Pi = np.where(r >= 2, (N * (Nw - 1)).sum(1) / (r * (r - 1)), 0.0)
         share = np.where((r >= 1)[:, None], N / np.where(r == 0, 1, r)[:, None], 0.0)
     h = (r >= 1).astype(float)
-    # columns: [P_i v, v, N v (K), r v, share (K), h]
+    # columns: [P_i v, v, N v (K), r v, share h (K), h]
     F = np.column_stack([Pi * v, v, N * v[:, None], r * v, share * h[:, None], h])
 
     def fn(S):
@@ -343,7 +441,10 @@ def multi_stat(kind: str, codes: np.ndarray, K: int, weights=None) -> Stat:
         if kind == "percent_agreement":
             return pa
         if kind in ("fleiss_kappa", "scott_pi"):
-            p = S[:, 2 : 2 + K] / S[:, 2 + K : 3 + K]
+            if marginals == "pooled":
+                p = S[:, 2 : 2 + K] / S[:, 2 + K : 3 + K]
+            else:
+                p = S[:, 3 + K : 3 + 2 * K] / S[:, [3 + 2 * K]]
             pe = np.einsum("kl,mk,ml->m", w, p, p)
         elif kind in ("brennan_prediger", "pabak"):
             pe = np.full(len(S), Tw / K**2)
@@ -355,6 +456,75 @@ def multi_stat(kind: str, codes: np.ndarray, K: int, weights=None) -> Stat:
         return _safe_div(pa - pe, 1 - pe)
 
     return Stat(F, fn, int(v.sum()))
+
+
+def conger_stat(codes: np.ndarray, K: int, weights=None) -> Stat:
+    """Conger's (1980) kappa: many-rater kappa with rater-specific marginals (irrCAC ``conger.kappa.raw``).
+
+    Observed agreement as in :func:`multi_stat`. Chance agreement (Gwet 2014; irrCAC source):
+    with p_gk = n_gk / n_g the share of rater g's labels in category k (n_g = items rater g
+    labelled) and r raters, pe = sum_kl w_kl (pbar_k pbar_l - s2_kl / r),
+    s2_kl = (sum_g p_gk p_gl - r pbar_k pbar_l) / (r - 1); equivalently the mean over ordered
+    rater pairs g != h of sum_kl w_kl p_gk p_hl. Two raters and complete data give Cohen's kappa.
+    Raters without a label in a (re)sample are left out of r.
+    """
+    n, R = codes.shape
+    base = multi_stat("percent_agreement", codes, K, weights)
+    w = agreement_weights(K, weights)
+    onehot = np.zeros((n, R, K))
+    ii, gg = np.nonzero(codes >= 0)
+    onehot[ii, gg, codes[ii, gg]] = 1.0
+    rated = (codes >= 0).astype(float)
+    F = np.column_stack([base.F[:, :2], onehot.reshape(n, R * K), rated])
+
+    def fn(S):
+        pa = _safe_div(S[:, 0], S[:, 1])
+        C = S[:, 2 : 2 + R * K].reshape(len(S), R, K)
+        ng = S[:, 2 + R * K :]
+        present = ng > 0
+        p = np.where(present[:, :, None], C / np.where(present, ng, 1)[:, :, None], 0.0)
+        r = present.sum(1).astype(float)
+        P = p.sum(1)  # r * pbar_k
+        pairs = np.einsum("kl,mk,ml->m", w, P, P) - np.einsum("kl,mgk,mgl->m", w, p, p)
+        pe = _safe_div(pairs, r * (r - 1))
+        return _safe_div(pa - pe, 1 - pe)
+
+    return Stat(F, fn, base.n_items)
+
+
+def category_kappa_stats(codes: np.ndarray, K: int, marginals: str = "per_item") -> list[Stat]:
+    """Fleiss' (1971) per-category kappa_j as one :class:`Stat` per category.
+
+    Fleiss' kappa_j = 1 - sum_i x_ij (m - x_ij) / (N m (m - 1) p_j q_j) is Fleiss' kappa of the
+    data collapsed to "category j" versus "any other category". That reading carries over to
+    unequal numbers of labels per item: observed agreement is the mean over items with r_i >= 2 of
+    [n_ij (n_ij - 1) + (r_i - n_ij)(r_i - n_ij - 1)] / (r_i (r_i - 1)); the share p_j follows
+    ``marginals`` exactly as in :func:`multi_stat`, and chance agreement is p_j^2 + q_j^2.
+    """
+    check_marginals(marginals)
+    N = count_matrix(codes, K)
+    r = N.sum(1)
+    v = (r >= 2).astype(float)
+    h = (r >= 1).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        den = np.where(r >= 2, r * (r - 1), 1.0)[:, None]
+        agree = np.where(v[:, None] > 0, (N * (N - 1) + (r[:, None] - N) * (r[:, None] - N - 1)) / den, 0.0)
+        share = np.where(h[:, None] > 0, N / np.where(r == 0, 1, r)[:, None], 0.0)
+    out = []
+    for j in range(K):
+        if marginals == "pooled":
+            F = np.column_stack([agree[:, j], v, N[:, j] * v, r * v])
+        else:
+            F = np.column_stack([agree[:, j], v, share[:, j], h])
+
+        def fn(S):
+            pa = _safe_div(S[:, 0], S[:, 1])
+            p = _safe_div(S[:, 2], S[:, 3])
+            pe = p**2 + (1 - p) ** 2
+            return _safe_div(pa - pe, 1 - pe)
+
+        out.append(Stat(F, fn, int(v.sum())))
+    return out
 
 
 def delta_matrix(level: str, K: int, values=None) -> np.ndarray | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import MaxNLocator
 import pandas as pd
 
 from medeval_kit import plots
@@ -40,22 +41,46 @@ def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = N
     return fig
 
 
-def plot_forest(table: pd.DataFrame, *, title: str | None = None, width="single"):
-    """Forest plot of :func:`~medeval_kit.agreement.judge_vs_ceiling`: judges with CIs, ceiling as a band."""
+METRIC_LABELS = {
+    "cohen_kappa": "Cohen's κ", "percent_agreement": "percent agreement", "scott_pi": "Scott's π",
+    "fleiss_kappa": "Fleiss' κ", "krippendorff_alpha": "Krippendorff's α", "gwet_ac1": "Gwet's AC1",
+    "gwet_ac2": "Gwet's AC2", "pabak": "PABAK", "brennan_prediger": "Brennan–Prediger", "accuracy": "accuracy",
+    "macro_f1": "macro-F1", "conger_kappa": "Conger's κ",
+}
+
+
+def metric_label(metric: str) -> str:
+    """Readable axis label for a metric name (``cohen_kappa`` -> ``Cohen's κ``)."""
+    return METRIC_LABELS.get(metric, metric.replace("_", " "))
+
+
+def plot_forest(table: pd.DataFrame, *, design: str | None = None, title: str | None = None, width="single"):
+    """Forest plot of judges with CIs and the humans' level as a band.
+
+    Takes :func:`judge_vs_ceiling`, :func:`judge_vs_humans` or :func:`compare_designs`; from the
+    last it draws ``design`` (default: the first design whose judges have estimates).
+    """
+    if "design" in table.columns and table["design"].nunique() > 1:
+        if design is None:
+            ok = table[(table["role"] == "judge") & table["estimate"].notna()]
+            design = ok["design"].iloc[0] if len(ok) else table["design"].iloc[0]
+        table = table[table["design"] == design]
+        title = title or f"Judges against the humans ({design})"
     judges = table[table["role"] == "judge"].reset_index(drop=True)
-    ceil = table[table["role"] == "ceiling"]
+    ceil = table[table["role"].isin(["ceiling", "humans"])]
     with plots.paper_style():
         fig, ax = plots.figure(width, aspect=0.25 + 0.12 * max(len(judges), 1))
         if len(ceil):
             c = ceil.iloc[0]
-            ax.axvspan(c["ci_low"], c["ci_high"], color="0.85", zorder=0, label="human ceiling 95% CI")
-            ax.axvline(c["estimate"], color="0.4", ls="--", lw=0.8, label=f"ceiling {c['estimate']:.3f}")
+            if np.isfinite(c["estimate"]):
+                ax.axvspan(c["ci_low"], c["ci_high"], color="0.85", zorder=0, label="humans 95% CI")
+                ax.axvline(c["estimate"], color="0.4", ls="--", lw=0.8, label=f"humans {c['estimate']:.3f}")
         y = np.arange(len(judges))[::-1]
         ax.errorbar(judges["estimate"], y,
                     xerr=[judges["estimate"] - judges["ci_low"], judges["ci_high"] - judges["estimate"]],
                     fmt="o", ms=3, capsize=2, color="C0", label="judge vs consensus")
         ax.set_yticks(y, judges["rater"])
-        ax.set_xlabel(judges["metric"].iloc[0] if len(judges) else "estimate")
+        ax.set_xlabel(metric_label(judges["metric"].iloc[0]) if len(judges) else "estimate")
         ax.axvline(0, color="0.7", lw=0.5)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / max(len(judges), 1)), ncol=3,
                   frameon=False)
@@ -77,4 +102,67 @@ def plot_ensembles(table: pd.DataFrame, metric: str = "cohen_kappa", *, title: s
         ax.set_ylabel(metric)
         ax.legend(frameon=False)
         ax.set_title(title or f"{len(table)} ensembles")
+    return fig
+
+
+def plot_delta_forest(table: pd.DataFrame, *, title: str | None = None, width="single"):
+    """Forest plot of Δ = judge − humans with its paired-bootstrap CI, one marker style per design.
+
+    Takes :func:`~medeval_kit.agreement.compare_designs` (or one :func:`judge_vs_humans` table);
+    the dashed line is the non-inferiority margin −``margin``. Judges without a Δ are left out.
+    """
+    j = table[(table["role"] == "judge") & table["delta"].notna()].reset_index(drop=True)
+    designs = list(dict.fromkeys(j["design"]))
+    judges = list(dict.fromkeys(j["rater"]))
+    markers = ["o", "s", "D", "^"]
+    with plots.paper_style():
+        fig, ax = plots.figure(width, aspect=0.2 + 0.08 * max(len(judges), 1) * max(len(designs), 1))
+        step = 0.6 / max(len(designs), 1)
+        for k, d in enumerate(designs):
+            sub = j[j["design"] == d]
+            y = np.array([len(judges) - 1 - judges.index(r) for r in sub["rater"]]) + 0.3 - step * (k + 0.5)
+            ax.errorbar(sub["delta"], y, xerr=[sub["delta"] - sub["delta_ci_low"], sub["delta_ci_high"] - sub["delta"]],
+                        fmt=markers[k % len(markers)], ms=3, capsize=2, color=f"C{k}", label=d)
+        ax.axvline(0, color="0.3", lw=0.8)
+        if len(j) and j["margin"].notna().any():
+            m = float(j["margin"].dropna().iloc[0])
+            ax.axvline(-m, color="0.5", lw=0.8, ls="--", label=f"non-inferiority margin −{m:g}")
+        ax.set_yticks(range(len(judges)), judges[::-1])
+        metric = metric_label(j["metric"].iloc[0]) if len(j) else "metric"
+        ax.set_xlabel(f"Δ {metric} = judge − humans (95% CI, paired item bootstrap)")
+        ax.set_ylim(-0.5, len(judges) - 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(6))
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22 - 0.25 / max(len(judges), 1)), ncol=2, frameon=False)
+        ax.set_title(title or "Can the judge replace the humans?")
+    return fig
+
+
+def plot_coverage(cov: pd.DataFrame, *, level: float = 0.95, title: str | None = None, width="single"):
+    """Coverage of Δ's CI under equal noise (:func:`~medeval_kit.agreement.equal_noise_coverage`), per design."""
+    panels = list(dict.fromkeys(cov["panel"]))
+    designs = list(dict.fromkeys(cov["design"]))
+    with plots.paper_style():
+        fig, ax = plots.figure(width, aspect=0.6)
+        w = 0.8 / max(len(designs), 1)
+        for k, d in enumerate(designs):
+            sub = cov[cov["design"] == d].set_index("panel").reindex(panels)
+            x = np.arange(len(panels)) - 0.4 + w * (k + 0.5)
+            ok = sub["coverage"].notna().to_numpy()
+            ax.errorbar(x[ok], sub["coverage"][ok],
+                        yerr=[(sub["coverage"] - sub["coverage_ci_low"])[ok], (sub["coverage_ci_high"] - sub["coverage"])[ok]],
+                        fmt="o", ms=3, capsize=2, color=f"C{k}", label=d)
+            for xi in x[~ok]:
+                ax.text(xi, level - 0.02, "n/a", ha="center", va="top", fontsize=6, color=f"C{k}")
+            for xi, r in zip(x, sub.itertuples()):
+                if 0 < r.n_valid < r.n_reps:  # some replications had no delta: say how many did
+                    ax.text(xi + 0.05, r.coverage, f"{r.n_valid}/{r.n_reps}\nvalid", fontsize=5, va="center",
+                            color=f"C{k}")
+        ax.axhline(level, color="0.4", ls="--", lw=0.8, label=f"nominal {level:.0%}")
+        ax.set_xticks(range(len(panels)), [f"{p}\n(n = {int(cov.loc[cov.panel == p, 'n_reps'].iloc[0])} reps)"
+                                           for p in panels])
+        ax.set_ylabel("share of CIs covering Δ = 0")
+        lo = float(np.nanmin(cov["coverage_ci_low"])) if cov["coverage_ci_low"].notna().any() else 0.5
+        ax.set_ylim(min(lo, 0.8) - 0.05, 1.0)
+        ax.legend(frameon=False, ncol=2, loc="lower left")
+        ax.set_title(title or "Equal-noise judges: does the design call them equal?")
     return fig

@@ -325,10 +325,26 @@ def load_study(dataset: str = "pandalm", *, raters=None, criterion: str | None =
         out = StudyInputs(dataset, _synthetic_medqade(seed), [f"physician{i}" for i in range(1, 10)],
                           [f"llm{i}" for i in range(1, 10)], criterion="correctness",
                           description="synthetic MedQADE-shaped design (9 + 9 raters, 200 items)")
+    elif dataset == "sparse_synthetic":
+        from medeval_kit.datasets.synthetic import synthetic_panel
+
+        ann = synthetic_panel(n_items=120, n_humans=107, n_judges=2, labels_per_item=(2, 4), kappa=0.5,
+                              judge_kappa=[0.5, 0.3], seed=seed).assign(criterion="overall")
+        hum = sorted(ann.loc[ann["rater_kind"] == "human", "rater"].unique())
+        out = StudyInputs(dataset, ann, hum, ["llm1", "llm2"], criterion="overall",
+                          description="synthetic sparse physician panel: 120 items, 107 physicians with 2-4 labels "
+                                      "per item, judge llm1 as noisy as the physicians (kappa 0.5), llm2 noisier (0.3)")
+    elif dataset == "grounded_synth":
+        from medeval_kit.agreement import AgreementError
+
+        raise AgreementError(
+            "grounded_synth has no human ratings: its public data holds only LLM-judge scores (1-10) of human-written "
+            "and generated PubMedQA questions, so no judge-vs-human design applies; use pandalm, medqg_table19, "
+            "sparse_synthetic or your own file (annotations_path)")
     else:
         from medeval_kit.agreement import AgreementError
 
-        raise AgreementError(f"unknown dataset {dataset!r}; use pandalm, medqg_table19 or synthetic")
+        raise AgreementError(f"unknown dataset {dataset!r}; use pandalm, medqg_table19, synthetic or sparse_synthetic")
     if raters:
         raters = [r.strip() for r in raters.split(",")] if isinstance(raters, str) else list(raters)
         out.humans = [r for r in out.humans if r in raters]
@@ -336,6 +352,31 @@ def load_study(dataset: str = "pandalm", *, raters=None, criterion: str | None =
     if criterion:
         out.criterion = criterion
     out.annotations = out.annotations[out.annotations["criterion"] == out.criterion].reset_index(drop=True)
+    return out
+
+
+def user_study(
+    path,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    rater_kind: str = "rater_kind",
+    humans=None,
+    judges=None,
+    missing=(),
+    normalize_labels: bool = False,
+) -> StudyInputs:
+    """The user's own annotations file as study inputs; who is human comes from ``humans`` or ``rater_kind``."""
+    from medeval_kit._agreement_io import read_checked
+    from medeval_kit._panel import resolve_panel
+
+    ann, notes = read_checked(path, item=item, rater=rater, label=label, rater_kind=rater_kind, missing=missing,
+                              normalize_labels=normalize_labels)
+    split = (lambda v: [x.strip() for x in v.split(",") if x.strip()] if isinstance(v, str) else v)  # noqa: E731
+    hum, jud = resolve_panel(ann, split(humans) or None, split(judges) or None, min_humans=1, source=str(path))
+    out = StudyInputs(str(path), ann.assign(criterion="overall"), hum, jud, criterion="overall",
+                      description=f"your file {path}" + (f" ({'; '.join(notes)})" if notes else ""))
     return out
 
 

@@ -12,8 +12,11 @@ Everything works on a long ``annotations`` table (``item``, ``rater``, ``label``
   resamples at once from per-item count / coincidence features; analytic intervals where they
   exist (``ci_method="analytic"``: Fleiss-Cohen-Everitt SE of kappa, Wilson for agreement, Fisher
   z for correlations, F intervals for ICC);
-* designs: :func:`pairwise_matrix`, :func:`majority_vote`, :func:`human_ceiling` (leave-one-out or
-  mean pairwise), :func:`judge_vs_ceiling` (paired bootstrap test of the gap),
+* designs: :func:`pairwise_matrix`, :func:`majority_vote`, :func:`judge_vs_humans` (can this judge
+  replace the humans? each judge scored exactly like a held-out human: symmetric leave-one-out or
+  pooled pairs, any panel incl. sparse ones, paired bootstrap Δ, non-inferiority test),
+  :func:`human_ceiling` and :func:`judge_vs_ceiling` (the MedQADE design, biased, kept to
+  reproduce that paper),
   :func:`ensembles` (every odd-sized majority-vote subset of judges),
   :func:`prevalence_bias_indices` (the kappa paradox), :func:`landis_koch` (wording only);
 * figures: :func:`plot_kappa_heatmap`, :func:`plot_forest`, :func:`plot_ensembles`;
@@ -26,18 +29,16 @@ undefined coefficient (for example kappa when only one category occurs) is NaN w
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from medeval_kit import _agreement_core as core
+from medeval_kit import _agreement_designs as designs
 from medeval_kit._agreement_core import AgreementError
-from medeval_kit.errors import DataFileError, SchemaError
 
 __all__ = [
     "AgreementError",
@@ -49,6 +50,8 @@ __all__ = [
     "cohen_kappa",
     "scott_pi",
     "fleiss_kappa",
+    "conger_kappa",
+    "fleiss_kappa_by_category",
     "brennan_prediger",
     "pabak",
     "gwet_ac1",
@@ -64,6 +67,13 @@ __all__ = [
     "majority_vote",
     "human_ceiling",
     "judge_vs_ceiling",
+    "judge_vs_humans",
+    "JudgeComparison",
+    "DESIGNS",
+    "equal_noise_coverage",
+    "compare_designs",
+    "check_labels",
+    "LabelWarning",
     "ensembles",
     "prevalence_bias_indices",
     "landis_koch",
@@ -71,6 +81,8 @@ __all__ = [
     "read_annotations",
     "plot_kappa_heatmap",
     "plot_forest",
+    "plot_delta_forest",
+    "plot_coverage",
     "plot_ensembles",
     "published_numbers",
     "printed_arithmetic",
@@ -78,6 +90,7 @@ __all__ = [
     "load_study",
     "papers_for",
     "StudyInputs",
+    "user_study",
     "agreement_report",
     "register_cli",
 ]
@@ -86,7 +99,7 @@ PAIR_METRICS = (
     "percent_agreement", "cohen_kappa", "scott_pi", "brennan_prediger", "pabak",
     "gwet_ac1", "gwet_ac2", "accuracy", "macro_f1",
 )
-MULTI_METRICS = ("fleiss_kappa",)
+MULTI_METRICS = ("fleiss_kappa", "conger_kappa")
 ICC_FORMS = ("icc1", "icc2", "icc3", "icc1k", "icc2k", "icc3k")
 CORRELATIONS = ("pearson", "spearman", "kendall")
 METRICS = PAIR_METRICS + MULTI_METRICS + ("krippendorff_alpha",) + ICC_FORMS + CORRELATIONS
@@ -159,7 +172,9 @@ def _finish(metric, st: core.Stat, *, n_raters, n_missing, raters, level, n_boot
     lo = hi = _NAN
     method = "none"
     if not np.isfinite(est):
-        if st.n_items == 0:
+        if any("undefined" in n for n in notes):
+            pass  # the caller already said why
+        elif st.n_items == 0:
             notes.append("undefined: no item has the labels this coefficient needs")
         else:
             notes.append("undefined: chance agreement is 1 or the variance is 0 (e.g. a single category used)")
@@ -189,15 +204,7 @@ def _finish(metric, st: core.Stat, *, n_raters, n_missing, raters, level, n_boot
                            "; ".join(notes), tuple(raters), level, details)
 
 
-def _mean_stat(stats: Sequence[core.Stat], n_items: int) -> core.Stat:
-    """Mean of several statistics over one item axis (for Light's kappa and the ceiling)."""
-    F = np.hstack([s.F for s in stats])
-    cuts = np.cumsum([0] + [s.F.shape[1] for s in stats])
-
-    def fn(S):
-        return np.mean([s.fn(S[:, a:b]) for s, a, b in zip(stats, cuts[:-1], cuts[1:])], axis=0)
-
-    return core.Stat(F, fn, n_items)
+_mean_stat = designs.mean_stat  # mean of several statistics on one item axis (Light's kappa)
 
 
 def _overlap_check(data: core.Data, a, b):
@@ -209,12 +216,33 @@ def _overlap_check(data: core.Data, a, b):
         )
 
 
-def _build(metric: str, data: core.Data, *, weights=None, form=None) -> tuple[core.Stat, str]:
+def _weights_for(data: core.Data, weights, weight_basis: str) -> tuple[np.ndarray | None, str]:
+    """Resolve ``weights`` to a K x K matrix (None when unweighted) and a note on the basis used."""
+    values = core.weight_values(data.categories, weight_basis)  # validates weight_basis
+    if core.is_unweighted(weights):
+        return None, ""
+    w = core.agreement_weights(data.K, weights, values, data.categories)
+    note = ""
+    if isinstance(weights, str) and values is not None and data.K > 2:
+        gaps = np.diff(np.sort(values))
+        if not np.allclose(gaps, gaps[0]):
+            note = (f"{weights} weights from the category values {data.categories} (unevenly spaced); "
+                    "weight_basis='positions' weights by rank as sklearn does")
+    return w, note
+
+
+def _build(metric: str, data: core.Data, *, weights=None, form=None, weight_basis: str = "auto",
+           fleiss_marginals: str = "per_item") -> tuple[core.Stat, str]:
     """Statistic for ``metric`` on all raters of ``data``; returns (stat, note)."""
     R = len(data.raters)
     K = data.K
-    if metric in ("gwet_ac2",) and weights is None:
+    core.check_marginals(fleiss_marginals)
+    if metric in ("gwet_ac2",) and core.is_unweighted(weights):
         weights = "quadratic"
+    w, wnote = (None, "")
+    if metric in PAIR_METRICS + MULTI_METRICS:
+        w, wnote = _weights_for(data, weights, weight_basis)
+    notes = [wnote] if wnote else []
     if metric in PAIR_METRICS:
         if R < 2:
             raise AgreementError(f"{metric} needs at least two raters; got {data.raters}")
@@ -222,20 +250,27 @@ def _build(metric: str, data: core.Data, *, weights=None, form=None) -> tuple[co
             if R != 2:
                 raise AgreementError(f"{metric} compares one rater with a reference: pass raters=[reference, rater]")
             _overlap_check(data, *data.raters)
-            return core.pair_stat(metric, data.codes[:, 0], data.codes[:, 1], K, weights), ""
+            return core.pair_stat(metric, data.codes[:, 0], data.codes[:, 1], K, w), "; ".join(notes)
         if metric == "cohen_kappa":
             pairs = list(itertools.combinations(range(R), 2))
             for i, j in pairs:
                 _overlap_check(data, data.raters[i], data.raters[j])
-            sts = [core.pair_stat(metric, data.codes[:, i], data.codes[:, j], K, weights) for i, j in pairs]
+            sts = [core.pair_stat(metric, data.codes[:, i], data.codes[:, j], K, w) for i, j in pairs]
             n = int(((data.codes >= 0).sum(1) >= 2).sum())
-            return _mean_stat(sts, n), f"{R} raters: Light's kappa (mean of {len(pairs)} pairwise Cohen kappas)"
+            notes.insert(0, f"{R} raters: Light's kappa (mean of {len(pairs)} pairwise Cohen kappas)")
+            return _mean_stat(sts, n), "; ".join(notes)
         kind = "fleiss_kappa" if metric == "scott_pi" else metric
-        return core.multi_stat(kind, data.codes, K, weights), (
-            f"{R} raters: many-rater form" + (" (Fleiss kappa)" if metric == "scott_pi" else "")
-        )
-    if metric == "fleiss_kappa":
-        return core.multi_stat("fleiss_kappa", data.codes, K, weights), ""
+        notes.insert(0, f"{R} raters: many-rater form" + (" (Fleiss kappa)" if metric == "scott_pi" else ""))
+        if kind == "fleiss_kappa":
+            notes += _marginals_note(data, fleiss_marginals)
+        return core.multi_stat(kind, data.codes, K, w, marginals=fleiss_marginals), "; ".join(notes)
+    if metric in MULTI_METRICS:
+        if R < 2:
+            raise AgreementError(f"{metric} needs at least two raters; got {data.raters}")
+        if metric == "conger_kappa":
+            return core.conger_stat(data.codes, K, w), "; ".join(notes)
+        notes += _marginals_note(data, fleiss_marginals)
+        return core.multi_stat("fleiss_kappa", data.codes, K, w, marginals=fleiss_marginals), "; ".join(notes)
     if metric == "krippendorff_alpha":
         return core.alpha_stat(data.codes, K, data.level, data.values), ""
     if metric in ICC_FORMS or metric == "icc":
@@ -260,6 +295,17 @@ def _build(metric: str, data: core.Data, *, weights=None, form=None) -> tuple[co
     raise AgreementError(f"unknown metric {metric!r}; choose one of {list(METRICS)}")
 
 
+def _marginals_note(data: core.Data, fleiss_marginals: str) -> list[str]:
+    """Say which chance term Fleiss' kappa used when the number of labels varies across items."""
+    r = (data.codes >= 0).sum(1)
+    r = r[r >= 1]
+    if len(r) == 0 or r.min() == r.max():
+        return []
+    if fleiss_marginals == "pooled":
+        return ["unequal labels per item: chance term from category counts pooled over items with >= 2 labels"]
+    return ["unequal labels per item: chance term from per-item category shares (Gwet 2014; irrCAC)"]
+
+
 def _values(data: core.Data) -> np.ndarray:
     v = data.values if data.values is not None else np.arange(data.K, dtype=float)
     out = np.full(data.codes.shape, np.nan)
@@ -281,7 +327,9 @@ def agreement(
     raters: Sequence | None = None,
     categories: Sequence | None = None,
     level: str | None = None,
-    weights: str | None = None,
+    weights: str | np.ndarray | None = None,
+    weight_basis: str = "auto",
+    fleiss_marginals: str = "per_item",
     n_boot: int = 2000,
     ci: float = 0.95,
     ci_method: str = "percentile",
@@ -292,8 +340,22 @@ def agreement(
 
     Two raters give the two-rater form; more give the many-rater form (Light's mean pairwise
     kappa for ``cohen_kappa``; Fleiss for ``scott_pi``). ``accuracy``/``macro_f1`` treat the first
-    of ``raters`` as the reference. ``categories`` declares the labels (in order for ordinal data);
-    ``weights`` is None, ``"linear"`` or ``"quadratic"``. CIs resample items.
+    of ``raters`` as the reference. ``categories`` declares the labels (in order for ordinal data).
+    CIs resample items.
+
+    ``weights`` (chance-corrected coefficients, percent agreement): None, ``"linear"``,
+    ``"quadratic"`` or a K x K agreement-weight matrix in ``categories`` order (symmetric, 1 on the
+    diagonal, entries in [0, 1]). ``weight_basis`` says what linear/quadratic distances measure:
+    ``"values"`` uses the category values (irrCAC, and Krippendorff's interval alpha),
+    ``"positions"`` the ranks 0..K-1 (sklearn's ``cohen_kappa_score``), and ``"auto"`` (default)
+    the values when every label is a number, else positions. The two agree on evenly spaced
+    scores such as 1..5; on a scale like (1, 2, 5) values give 1 -> 2 more credit than 2 -> 5.
+    The default follows the labels' own meaning; pass ``"positions"`` for arbitrary numeric codes.
+
+    ``fleiss_marginals`` (Fleiss' kappa, many-rater Scott's pi): ``"per_item"`` (default) takes
+    the chance term from per-item category shares averaged over items, as Gwet (2014) and R's
+    irrCAC do; ``"pooled"`` pools category counts over items with two or more labels. They differ
+    only when items carry different numbers of labels.
 
     >>> import pandas as pd
     >>> a = pd.DataFrame({"item": list("112233"), "rater": ["x", "y"] * 3, "label": list("AAABBB")})
@@ -302,15 +364,23 @@ def agreement(
     """
     if metric not in METRICS and metric != "icc":
         raise AgreementError(f"unknown metric {metric!r}; choose one of {list(METRICS)}")
+    if weight_basis not in core.WEIGHT_BASES:
+        raise AgreementError(core._BASIS_ERROR.format(basis=weight_basis))
+    core.check_marginals(fleiss_marginals)
+    # linear/quadratic weights (and AC2's default quadratic) need ordered labels; a matrix carries its own structure
+    ordered = (isinstance(weights, str) and not core.is_unweighted(weights)) or (
+        metric == "gwet_ac2" and core.is_unweighted(weights))
     if level is None:
-        level = "ordinal" if (metric == "gwet_ac2" or (weights and metric in PAIR_METRICS)) else "nominal"
+        level = "ordinal" if (ordered and metric in PAIR_METRICS + MULTI_METRICS) else "nominal"
         if metric in ICC_FORMS + CORRELATIONS + ("icc",):
             level = "interval"
     data = core.prepare(df, item=item, rater=rater, label=label, raters=raters, categories=categories,
                         level=level, source=source)
-    st, note = _build(metric, data, weights=weights)
-    name = metric if not weights or metric not in PAIR_METRICS + MULTI_METRICS else f"{metric}_{weights}"
-    if metric == "gwet_ac2" and not weights:
+    st, note = _build(metric, data, weights=weights, weight_basis=weight_basis, fleiss_marginals=fleiss_marginals)
+    name = metric
+    if metric in PAIR_METRICS + MULTI_METRICS and not core.is_unweighted(weights):
+        name = f"{metric}_{weights}" if isinstance(weights, str) else f"{metric}_custom"
+    if metric == "gwet_ac2" and core.is_unweighted(weights):
         name = "gwet_ac2_quadratic"
     return _finish(name, st, n_raters=len(data.raters), n_missing=data.n_missing, raters=data.raters,
                    level=level, n_boot=n_boot, ci=ci, ci_method=ci_method, seed=seed, note=note)
@@ -318,9 +388,11 @@ def agreement(
 
 def _named(metric, doc):
     def f(df, *, item="item", rater="rater", label="label", raters=None, categories=None, level=None,
-          weights=None, n_boot=2000, ci=0.95, ci_method="percentile", seed=0):
+          weights=None, weight_basis="auto", fleiss_marginals="per_item", n_boot=2000, ci=0.95,
+          ci_method="percentile", seed=0):
         return agreement(df, metric, item=item, rater=rater, label=label, raters=raters, categories=categories,
-                         level=level, weights=weights, n_boot=n_boot, ci=ci, ci_method=ci_method, seed=seed)
+                         level=level, weights=weights, weight_basis=weight_basis, fleiss_marginals=fleiss_marginals,
+                         n_boot=n_boot, ci=ci, ci_method=ci_method, seed=seed)
 
     f.__name__ = metric
     f.__qualname__ = metric
@@ -329,10 +401,21 @@ def _named(metric, doc):
 
 
 percent_agreement = _named("percent_agreement", "Share of identical labels (mean pairwise share for >2 raters).")
-cohen_kappa = _named("cohen_kappa", "Cohen's kappa; ``weights='linear'|'quadratic'`` for weighted kappa "
-                     "(sklearn's convention on category indices). >2 raters: Light's kappa.")
-scott_pi = _named("scott_pi", "Scott's pi (pooled marginals); Fleiss' kappa for >2 raters.")
-fleiss_kappa = _named("fleiss_kappa", "Fleiss' kappa; items with fewer than two labels are skipped.")
+cohen_kappa = _named("cohen_kappa", "Cohen's kappa; ``weights='linear'|'quadratic'|matrix`` for weighted kappa "
+                     "(distances between category values for numeric labels, else positions as sklearn: see "
+                     "``weight_basis``). >2 raters: Light's kappa.")
+scott_pi = _named("scott_pi", "Scott's pi (pooled marginals); Fleiss' kappa for >2 raters "
+                  "(``fleiss_marginals`` applies).")
+fleiss_kappa = _named(
+    "fleiss_kappa",
+    "Fleiss' (1971) kappa; observed agreement over items with two or more labels. With unequal labels per item "
+    "the chance term uses per-item category shares (Gwet 2014; irrCAC) unless ``fleiss_marginals='pooled'``.",
+)
+conger_kappa = _named(
+    "conger_kappa",
+    "Conger's (1980) kappa: many-rater kappa with each rater's own marginals (irrCAC ``conger.kappa.raw``); "
+    "Cohen's kappa for two raters with complete data. Weights as in :func:`agreement`.",
+)
 brennan_prediger = _named("brennan_prediger", "Brennan-Prediger coefficient: chance agreement 1/K.")
 pabak = _named("pabak", "Prevalence- and bias-adjusted kappa, (K*PA - 1)/(K - 1); 2*PA - 1 for two categories.")
 gwet_ac1 = _named("gwet_ac1", "Gwet's AC1 (nominal).")
@@ -342,6 +425,46 @@ macro_f1 = _named("macro_f1", "Macro-F1 of ``raters[1]`` against the reference `
 pearson = _named("pearson", "Pearson correlation of two raters' numeric labels (Fisher z when analytic).")
 spearman = _named("spearman", "Spearman correlation of two raters' labels (bootstrap loops over resamples).")
 kendall = _named("kendall", "Kendall's tau-b of two raters' labels (bootstrap loops over resamples).")
+
+
+def fleiss_kappa_by_category(
+    df: pd.DataFrame,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    raters: Sequence | None = None,
+    categories: Sequence | None = None,
+    fleiss_marginals: str = "per_item",
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    ci_method: str = "percentile",
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Fleiss' (1971) kappa_j for each category: category, estimate, ci_low, ci_high, n_items, method, note.
+
+    kappa_j is Fleiss' kappa of the labels collapsed to "j" versus "not j" (Fleiss 1971, his
+    kappa_j); with unequal labels per item the share p_j follows ``fleiss_marginals`` as in
+    :func:`fleiss_kappa`. A category nobody used, or the only one used, gives NaN with a note.
+    All categories share one set of item resamples (seeded), so their CIs are paired.
+    """
+    data = core.prepare(df, item=item, rater=rater, label=label, raters=raters, categories=categories)
+    if len(data.raters) < 2:
+        raise AgreementError(f"fleiss_kappa_by_category needs at least two raters; got {data.raters}")
+    stats = core.category_kappa_stats(data.codes, data.K, fleiss_marginals)
+    used = core.count_matrix(data.codes, data.K).sum(0)
+    rows = []
+    for cat, st, n_used in zip(data.categories, stats, used):
+        note = ""
+        if n_used == 0:
+            note = f"category {cat!r} never used: kappa_j undefined"
+        elif n_used == used.sum():
+            note = f"category {cat!r} is the only one used: kappa_j undefined"
+        res = _finish("fleiss_kappa_j", st, n_raters=len(data.raters), n_missing=data.n_missing, raters=data.raters,
+                      level="nominal", n_boot=n_boot, ci=ci, ci_method=ci_method, seed=seed, note=note)
+        rows.append(dict(category=cat, estimate=res.estimate, ci_low=res.ci_low, ci_high=res.ci_high,
+                         n_items=res.n_items, method=res.method, note=res.note))
+    return pd.DataFrame(rows, columns=["category", "estimate", "ci_low", "ci_high", "n_items", "method", "note"])
 
 
 def krippendorff_alpha(df, *, level="nominal", item="item", rater="rater", label="label", raters=None,
@@ -447,43 +570,15 @@ def _sub(data: core.Data, raters) -> core.Data:
                      data.values)
 
 
-def _vote(codes: np.ndarray, K: int, rule: str, tie_policy: str, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Consensus code per item (-1 = none), votes cast and the top count."""
-    N = core.count_matrix(codes, K)
-    n = N.sum(1)
-    top = N.max(1) if K else np.zeros(len(N))
-    winners = N == top[:, None]
-    n_win = winners.sum(1)
-    out = np.where(n_win == 1, N.argmax(1), -1)
-    tied = (n_win > 1) & (n > 0)
-    if tie_policy == "first":
-        out = np.where(tied, N.argmax(1), out)
-    elif tie_policy == "random":
-        for i in np.flatnonzero(tied):
-            out[i] = rng.choice(np.flatnonzero(winners[i]))
-    elif tie_policy != "na":
-        raise AgreementError(f"tie_policy must be 'na', 'first' or 'random'; not {tie_policy!r}")
-    if rule == "strict":
-        out = np.where(top > n / 2, out, -1)
-    elif rule != "plurality":
-        raise AgreementError(f"rule must be 'plurality' or 'strict'; not {rule!r}")
-    out = np.where(n > 0, out, -1)
-    return out, n, top
-
-
-def _abstain_codes(data: core.Data, abstain) -> np.ndarray:
-    """Codes with abstention labels set to missing; ``data`` loses those categories (K shrinks)."""
-    drop = [data.categories.index(a) for a in (abstain or ()) if a in data.categories]
-    if not drop:
-        return data.codes.copy()
-    keep = [k for k in range(data.K) if k not in drop]
-    remap = np.full(data.K + 1, -1)
-    remap[keep] = np.arange(len(keep))
-    codes = remap[data.codes]  # -1 maps to remap[-1] = -1
-    data.categories = [data.categories[k] for k in keep]
-    if data.values is not None:
-        data.values = data.values[keep]
-    return codes
+_vote = designs.vote
+_abstain_codes = designs.abstain_codes
+_ceiling_stats = designs._ceiling_stats
+judge_vs_ceiling = designs.judge_vs_ceiling
+judge_vs_humans = designs.judge_vs_humans
+JudgeComparison = designs.JudgeComparison
+DESIGNS = designs.DESIGNS
+equal_noise_coverage = designs.equal_noise_coverage
+compare_designs = designs.compare_designs
 
 
 def majority_vote(
@@ -518,26 +613,6 @@ def majority_vote(
     lab = pd.array([data.categories[c] if c >= 0 else pd.NA for c in out], dtype=object)
     return pd.DataFrame({item: data.items, rater: name, label: lab, "n_votes": n.astype(int),
                          "n_top": top.astype(int), "status": status})
-
-
-def _ceiling_stats(codes, K, hidx, humans, metric, form, rule, tie_policy, seed):
-    rng = np.random.default_rng(seed)
-    stats, rows = [], []
-    if form == "loo":
-        for k, h in zip(hidx, humans):
-            others = [j for j in hidx if j != k]
-            cons, _, _ = _vote(codes[:, others], K, rule, tie_policy, rng)
-            st = core.pair_stat(metric, cons, codes[:, k], K)
-            stats.append(st)
-            rows.append(dict(rater=h, reference="majority of the other humans", n_items=st.n_items))
-    elif form == "pairwise":
-        for a, b in itertools.combinations(range(len(hidx)), 2):
-            st = core.pair_stat(metric, codes[:, hidx[a]], codes[:, hidx[b]], K)
-            stats.append(st)
-            rows.append(dict(rater=humans[b], reference=humans[a], n_items=st.n_items))
-    else:
-        raise AgreementError(f"form must be 'loo' or 'pairwise'; not {form!r}")
-    return stats, rows
 
 
 def human_ceiling(
@@ -585,85 +660,6 @@ def _humans(df, rater, kind="rater_kind"):
     if kind not in df.columns:
         raise AgreementError("pass humans=[...]: the table has no 'rater_kind' column to find them")
     return sorted(df.loc[df[kind] == "human", rater].unique().tolist(), key=str)
-
-
-def judge_vs_ceiling(
-    df: pd.DataFrame,
-    humans: Sequence[str] | None = None,
-    judges: Sequence[str] | None = None,
-    *,
-    metric: str = "cohen_kappa",
-    form: str = "loo",
-    item="item",
-    rater="rater",
-    label="label",
-    categories=None,
-    rule: str = "plurality",
-    tie_policy: str = "na",
-    abstain: Sequence = (),
-    reference: str | None = None,
-    n_boot: int = 2000,
-    ci: float = 0.95,
-    seed: int = 0,
-) -> pd.DataFrame:
-    """Each judge against the human consensus, next to the human ceiling.
-
-    The judge's score is ``metric`` against the majority of *all* humans (or against the single
-    rater ``reference``, e.g. an adjudicated expert; then the ceiling is not defined and left
-    NaN). Returns one row for the ceiling and one per judge with estimate and percentile CI,
-    ``delta`` = judge - ceiling with its paired-bootstrap CI and two-sided ``p_value``
-    (same item resamples for both), and ``ci_overlap`` (the decision rule MedQADE used).
-    """
-    if judges is None:
-        judges = sorted(df.loc[df.get("rater_kind", pd.Series(dtype=object)) == "llm", rater].unique(), key=str)
-    if humans is None:
-        humans = [reference] if reference else _humans(df, rater)
-    humans, judges = list(humans), list(judges)
-    data = core.prepare(df, item=item, rater=rater, label=label, raters=humans + judges, categories=categories)
-    codes = _abstain_codes(data, abstain)
-    rng = np.random.default_rng(seed)
-    if reference is not None or len(humans) == 1:
-        ref = codes[:, data.raters.index(humans[0])]
-        ceiling = None
-    else:
-        ref, _, _ = _vote(codes[:, [data.raters.index(h) for h in humans]], data.K, rule, tie_policy, rng)
-        if len(humans) >= (3 if form == "loo" else 2):
-            hidx = [data.raters.index(h) for h in humans]
-            c_stats, _ = _ceiling_stats(codes, data.K, hidx, humans, metric, form, rule, tie_policy, seed)
-            ceiling = _mean_stat(c_stats, int((ref >= 0).sum()))
-        else:
-            ceiling = None
-    j_stats = [core.pair_stat(metric, ref, codes[:, data.raters.index(j)], data.K) for j in judges]
-    all_stats = ([ceiling] if ceiling is not None else []) + j_stats
-    reps = core.replicates(all_stats, n_boot, seed) if n_boot else np.full((0, len(all_stats)), np.nan)
-    ests = [core.point(s) if s.n_items else _NAN for s in all_stats]
-    rows = []
-    c_est = ests[0] if ceiling is not None else _NAN
-    c_lo = c_hi = _NAN
-    if ceiling is not None:
-        c_lo, c_hi, _ = core.interval(c_est, reps[:, 0], ci, "percentile")
-        rows.append(dict(role="ceiling", rater=f"humans ({form})", metric=metric, estimate=c_est, ci_low=c_lo,
-                         ci_high=c_hi, n_items=ceiling.n_items, delta=_NAN, delta_ci_low=_NAN,
-                         delta_ci_high=_NAN, p_value=_NAN, ci_overlap=pd.NA))
-    off = 1 if ceiling is not None else 0
-    for k, (j, st) in enumerate(zip(judges, j_stats)):
-        est = ests[off + k]
-        lo, hi, _ = core.interval(est, reps[:, off + k], ci, "percentile")
-        row = dict(role="judge", rater=j, metric=metric, estimate=est, ci_low=lo, ci_high=hi, n_items=st.n_items,
-                   delta=_NAN, delta_ci_low=_NAN, delta_ci_high=_NAN, p_value=_NAN, ci_overlap=pd.NA)
-        if ceiling is not None and n_boot:
-            d = reps[:, off + k] - reps[:, 0]
-            d = d[np.isfinite(d)]
-            row["delta"] = est - c_est
-            row["delta_ci_low"], row["delta_ci_high"], _ = core.interval(est - c_est, d, ci, "percentile")
-            row["p_value"] = float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean()))) if len(d) else _NAN
-            row["ci_overlap"] = bool(lo <= c_hi and c_lo <= hi)
-        rows.append(row)
-    out = pd.DataFrame(rows)
-    out["ceiling_form"] = form if ceiling is not None else "none (one reference rater)"
-    out["reference"] = reference or f"majority of {len(humans)} humans ({rule}, ties {tie_policy})"
-    out["method"] = f"bootstrap percentile over items (B={n_boot}, seed={seed}); paired for delta"
-    return out
 
 
 def ensembles(
@@ -834,83 +830,15 @@ def kappa_from_p_c(p_observed, p_chance):
 # --------------------------------------------------------------------------- files
 
 
-def read_annotations(
-    path: str | Path,
-    *,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
-    criterion: str | None = None,
-    wide: bool = False,
-    raters: Sequence[str] | None = None,
-) -> pd.DataFrame:
-    """Read CSV, JSONL/JSON or Parquet annotations into the long layout (item, rater, label[, criterion]).
-
-    ``wide=True``: one row per item with one column per rater (all columns other than ``item``
-    and ``criterion``, or just ``raters``). Errors name the file, the column and the row.
-    """
-    p = Path(path)
-    if not p.exists():
-        raise DataFileError(f"{p}: file not found")
-    suf = p.suffix.lower()
-    try:
-        if suf in (".csv", ".tsv", ".txt"):
-            df = pd.read_csv(p, sep="\t" if suf == ".tsv" else ",", keep_default_na=True)
-        elif suf in (".jsonl", ".ndjson"):
-            df = _read_jsonl(p)
-        elif suf == ".json":
-            df = pd.read_json(p)
-        elif suf in (".parquet", ".pq"):
-            df = pd.read_parquet(p)
-        else:
-            raise DataFileError(f"{p}: unknown file type {suf!r}; use .csv, .tsv, .jsonl, .json or .parquet")
-    except DataFileError:
-        raise
-    except Exception as exc:  # parser errors name the file
-        raise DataFileError(f"{p}: cannot be read as {suf[1:]}: {exc}") from exc
-    src = str(p)
-    if wide:
-        if item not in df.columns:
-            raise SchemaError("annotations", item, [], f"item column {item!r} not found; columns: {list(df.columns)}", src)
-        keep = [item] + ([criterion] if criterion and criterion in df.columns else [])
-        cols = list(raters) if raters else [c for c in df.columns if c not in keep]
-        miss = [c for c in cols if c not in df.columns]
-        if miss:
-            raise SchemaError("annotations", miss[0], [], f"rater column(s) {miss} not found", src)
-        df = df.melt(id_vars=keep, value_vars=cols, var_name="rater", value_name="label")
-        rater, label = "rater", "label"
-    for c in (item, rater, label) + ((criterion,) if criterion else ()):
-        if c not in df.columns:
-            raise SchemaError("annotations", c, [], f"column {c!r} not found; columns: {list(df.columns)}", src)
-    bad = df[item].isna() | df[rater].isna()
-    if bad.any():
-        col = item if df[item].isna().any() else rater
-        raise SchemaError("annotations", col, [int(i) for i in np.flatnonzero(bad)], "empty item or rater", src)
-    out = pd.DataFrame({"item": df[item].astype(str), "rater": df[rater].astype(str), "label": df[label]})
-    if criterion:
-        out["criterion"] = df[criterion].astype(str)
-    if "rater_kind" in df.columns and not wide:
-        out["rater_kind"] = df["rater_kind"].astype(str)
-    return out
-
-
-def _read_jsonl(p: Path) -> pd.DataFrame:
-    recs = []
-    with p.open() as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                recs.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataFileError(f"{p}: line {n} is not valid JSON ({exc.msg}); fix or remove that line") from exc
-    return pd.DataFrame(recs)
+from medeval_kit._agreement_io import LabelWarning, check_labels, read_annotations  # noqa: E402,F401
 
 
 # --------------------------------------------------------------------------- figures and published numbers
 
-from medeval_kit._agreement_plots import plot_ensembles, plot_forest, plot_kappa_heatmap  # noqa: E402
+from medeval_kit._agreement_plots import (  # noqa: E402
+    metric_label, plot_coverage, plot_delta_forest, plot_ensembles, plot_forest, plot_kappa_heatmap,
+)
 from medeval_kit._agreement_published import (  # noqa: E402
-    StudyInputs, load_study, longform_table3_kappa, papers_for, printed_arithmetic, published_numbers,
+    StudyInputs, load_study, longform_table3_kappa, papers_for, printed_arithmetic, published_numbers, user_study,
 )
 from medeval_kit._agreement_cli import agreement_report, register_cli  # noqa: E402

@@ -11,6 +11,7 @@ import sys
 COMMAND_MODULES = (
     "medeval_kit.runner",
     "medeval_kit.agreement",
+    "medeval_kit.alt_test",
     "medeval_kit.bias",
     "medeval_kit.llm",
     "medeval_kit.rounds",

@@ -1342,8 +1342,9 @@ def human_agreement(
 
     ``pairwise`` on PandaLM: the two orders are resolved with ``policy``
     (:func:`medeval_kit.resolve.resolve_orders`; repeats by majority first) and the judge is compared
-    with the majority of the 3 annotators next to the human leave-one-out ceiling
-    (:func:`medeval_kit.agreement.judge_vs_ceiling`, Cohen's kappa over A/B/tie, bootstrap CIs).
+    scored exactly like a held-out annotator: against the consensus of the other annotators on each
+    item, next to the annotators themselves (:func:`medeval_kit.agreement.judge_vs_humans`, symmetric
+    leave-one-out, Cohen's kappa over A/B/tie, paired bootstrap CIs for the gap).
     Rows ``<judge> [AB only]`` / ``[BA only]`` show what a single-order judge would have scored.
     Items the resolution dropped or that failed to parse have no judge label; ``n_items`` says how
     many remain. ``multi_response`` on PandaLM: the human majority becomes reference scores
@@ -1369,7 +1370,9 @@ def human_agreement(
         ann = pd.concat([hum[hum["item"].isin(judged)][["item", "rater", "rater_kind", "criterion", "label"]]]
                         + parts, ignore_index=True)
         judges = sorted(set(pd.concat(parts)["rater"]))
-        out = agreement.judge_vs_ceiling(ann, judges=judges, categories=["A", "B", "tie"], n_boot=n_boot, seed=seed)
+        humans = sorted(hum["rater"].unique())
+        out = agreement.judge_vs_humans(ann, humans, judges, categories=["A", "B", "tie"], n_boot=n_boot,
+                                        seed=seed).to_frame()
         n_lab = pd.concat(parts).groupby("rater")["label"].apply(lambda s: int(s.notna().sum()))
         out["n_judge_labels"] = out["rater"].map(n_lab)
         out["n_judged_items"] = len(judged)

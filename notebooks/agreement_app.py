@@ -75,13 +75,21 @@ def _(agreement, pairs):
 
 
 @app.cell
-def _(agreement, ann, chosen, ci_method, humans, judges, metric, mo, n_boot):
+def _(mo):
+    design = mo.ui.dropdown(options=["loo", "pooled", "medqade"], value="loo",
+                            label="design (loo: each judge scored like a held-out human)")
+    design
+    return (design,)
+
+
+@app.cell
+def _(agreement, ann, chosen, design, humans, judges, metric, mo, n_boot):
     h = [r for r in humans if r in chosen]
     j = [r for r in judges if r in chosen]
-    mo.stop(len(h) < 2 or not j, mo.md("_The forest plot needs at least two humans and one judge._"))
-    vs = agreement.judge_vs_ceiling(ann, humans=h, judges=j, metric=metric.value if metric.value != "percent_agreement" else "cohen_kappa",
-                                    n_boot=n_boot.value, seed=0)
-    forest = agreement.plot_forest(vs, title="judges vs the human ceiling")
+    mo.stop(len(h) < 2 or not j, mo.md("_Judges vs humans needs at least two humans and one judge._"))
+    vs = agreement.judge_vs_humans(ann, humans=h, judges=j, design=design.value, metric=metric.value,
+                                   n_boot=n_boot.value, seed=0).to_frame()
+    forest = agreement.plot_forest(vs, title=f"judges vs humans ({design.value})")
     mo.vstack([forest, mo.ui.table(vs.round(3), selection=None)])
     return forest, vs
 

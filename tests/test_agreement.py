@@ -398,7 +398,9 @@ def test_cli_json_and_table(tmp_path, capsys, pandalm):
     assert {"metric", "raters", "estimate", "ci_low", "ci_high", "n_items"} <= set(recs[0])
     pair = [r for r in recs if r["raters"] == ["annotator1", "annotator2"]][0]
     assert round(pair["estimate"], 2) == 0.85
-    assert any(r["metric"].startswith("ceiling_loo") for r in recs)
+    # --ceiling now prints the judges against the humans (symmetric leave-one-out), not a bare ceiling
+    jvh = [r for r in recs if r["section"] == "judge_vs_humans"]
+    assert {r["role"] for r in jvh} == {"humans", "judge"} and all(r["metric"] == "cohen_kappa (loo (humans))" for r in jvh)
     rc = main(["agreement", str(f), "--criterion", "criterion", "--metric", "fleiss_kappa", "--n-boot", "0"])
     assert rc == 0 and "fleiss_kappa" in capsys.readouterr().out
     rc = main(["agreement", str(tmp_path / "missing.csv")])
@@ -435,8 +437,8 @@ def test_prevalence_bias_against_consensus_and_weighted_report(pandalm):
     df = synthetic_annotations(n_items=80, n_raters=3, categories=(1, 2, 3, 4), seed=4)
     rep = ag.agreement_report(df, metrics=["cohen_kappa_quadratic", "gwet_ac2", "krippendorff_alpha"],
                               level="ordinal", n_boot=50, ceiling=True, humans=["r1", "r2", "r3"], pairwise=True)
-    assert {"cohen_kappa_quadratic", "gwet_ac2_quadratic", "krippendorff_alpha", "ceiling_loo_cohen_kappa",
-            "ceiling_pairwise_cohen_kappa"} <= set(rep["metric"])
+    assert {"cohen_kappa_quadratic", "gwet_ac2_quadratic", "krippendorff_alpha"} <= set(rep["metric"])
+    # the humans' row of the judge-vs-humans section; no judge in this table, so --ceiling says so
     assert rep["estimate"].notna().all()
 
 

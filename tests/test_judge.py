@@ -416,7 +416,7 @@ def test_human_agreement_pairwise_pandalm_counts_dropped():
     assert np.isnan(h.loc[judge, "estimate"]) and h.loc[judge, "n_judge_labels"] == 0
     # read in one order only the judge is a constant rater: kappa exactly 0
     assert h.loc[f"{judge} [AB only]", "estimate"] == pytest.approx(0.0)
-    assert h.loc["humans (loo)", "estimate"] > 0.5
+    assert h.loc["humans (3)", "estimate"] > 0.5 and h.loc["humans (3)", "role"] == "humans"
     eff = J.order_effects(biased).set_index("metric")
     assert eff.loc["flip_rate", "estimate"] == 1.0 and eff.loc["first_slot_rate", "estimate"] == 1.0
 

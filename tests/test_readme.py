@@ -19,5 +19,5 @@ def test_readme_tour_runs(tmp_path, monkeypatch):
     first = out.getvalue().splitlines()[0]
     assert first in text, f"README shows a different first line than the tour prints: {first}"
     assert (tmp_path / "runs" / "tour" / "forest.pdf").exists()
-    assert (tmp_path / "runs" / "tour" / "judges_vs_ceiling.tex").exists()
+    assert (tmp_path / "runs" / "tour" / "judges_vs_humans.tex").exists()
     assert "first_slot_rate" in out.getvalue()

@@ -1,6 +1,7 @@
 """Synthetic tables with planted effects, so tests can show that estimators recover the truth.
 
 * :func:`synthetic_annotations` plants an inter-rater kappa.
+* :func:`synthetic_panel` plants a human panel (dense or sparse) and judges with known noise.
 * :func:`synthetic_pairwise` plants a first-slot (position) preference.
 * :func:`synthetic_rounds` plants a per-round improvement and, optionally, a score-driven drop-out.
 """
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["synthetic_annotations", "synthetic_pairwise", "synthetic_rounds"]
+__all__ = ["synthetic_annotations", "synthetic_panel", "synthetic_pairwise", "synthetic_rounds"]
 
 COMPONENTS = ("context", "question", "answer", "distractors", "reasoning")
 
@@ -58,6 +59,64 @@ def synthetic_annotations(
         "rater_kind": rater_kind,
         "criterion": criterion,
         "label": labels.ravel(),
+    })
+
+
+def synthetic_panel(
+    n_items: int = 200,
+    n_humans: int = 3,
+    n_judges: int = 1,
+    kappa: float = 0.6,
+    judge_kappa: float | Sequence[float] | None = None,
+    labels_per_item: tuple[int, int] | None = None,
+    categories: Sequence[str] = ("A", "B", "tie"),
+    prevalence: Sequence[float] | None = None,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Return an ``annotations`` table of humans and LLM judges with planted, comparable noise.
+
+    Same latent-class model as :func:`synthetic_annotations`: every rater reports the item's true
+    class with probability sqrt(kappa) and otherwise draws from ``prevalence``, so any two raters
+    have population kappa ``kappa``. Judges use ``judge_kappa`` (default: the humans' ``kappa``,
+    i.e. judges exchangeable with the humans, so the true judge-minus-humans difference is 0).
+    ``labels_per_item=(lo, hi)`` makes a sparse panel: each item is labelled by a random subset of
+    lo..hi humans (judges label every item). Columns: item, rater, rater_kind, label.
+
+    >>> t = synthetic_panel(n_items=10, n_humans=60, labels_per_item=(2, 4), seed=0)
+    >>> int(t[t.rater_kind == "human"].groupby("item").size().max()) <= 4
+    True
+    """
+    rng = np.random.default_rng(seed)
+    k = len(categories)
+    p = np.full(k, 1 / k) if prevalence is None else np.asarray(prevalence, float)
+    jk = [kappa] * n_judges if judge_kappa is None else (
+        [judge_kappa] * n_judges if np.isscalar(judge_kappa) else list(judge_kappa))
+    if len(jk) != n_judges or not all(0 <= v <= 1 for v in [kappa, *jk]):
+        raise ValueError("kappa and judge_kappa must be in [0, 1], one judge_kappa per judge")
+    truth = rng.choice(k, size=n_items, p=p)
+    r = np.sqrt(np.array([kappa] * n_humans + jk))
+    copy = rng.random((n_items, n_humans + n_judges)) < r[None, :]
+    noise = rng.choice(k, size=(n_items, n_humans + n_judges), p=p)
+    codes = np.where(copy, truth[:, None], noise)
+    present = np.ones_like(codes, dtype=bool)
+    if labels_per_item is not None:
+        lo, hi = labels_per_item
+        if not 1 <= lo <= hi <= n_humans:
+            raise ValueError(f"labels_per_item must satisfy 1 <= lo <= hi <= n_humans; got {labels_per_item}")
+        present[:, :n_humans] = False
+        sizes = rng.integers(lo, hi + 1, n_items)
+        for i, m in enumerate(sizes):
+            present[i, rng.choice(n_humans, m, replace=False)] = True
+    width = len(str(n_items - 1))
+    hw, jw = len(str(n_humans)), len(str(n_judges))
+    names = [f"h{j + 1:0{hw}d}" for j in range(n_humans)] + [f"llm{j + 1:0{jw}d}" for j in range(n_judges)]
+    kinds = ["human"] * n_humans + ["llm"] * n_judges
+    ii, rr = np.nonzero(present)
+    return pd.DataFrame({
+        "item": np.array([f"i{j:0{width}d}" for j in range(n_items)], dtype=object)[ii],
+        "rater": np.array(names, dtype=object)[rr],
+        "rater_kind": np.array(kinds, dtype=object)[rr],
+        "label": np.asarray(categories, dtype=object)[codes[ii, rr]],
     })
 
 
