@@ -20,7 +20,8 @@ Everything works on a long ``annotations`` table (``item``, ``rater``, ``label``
   :func:`ensembles` (every odd-sized majority-vote subset of judges),
   :func:`prevalence_bias_indices` (the kappa paradox), :func:`landis_koch` (wording only);
 * figures: :func:`plot_kappa_heatmap`, :func:`plot_forest`, :func:`plot_ensembles`;
-* the ``medeval agreement`` command (:func:`register_cli`), built on :func:`read_annotations`.
+* :func:`agreement_report`, the table behind the ``medeval agreement`` command (in ``_agreement_cli``),
+  built on :func:`read_annotations`.
 
 Every result carries ``estimate, ci_low, ci_high, n_items, n_raters, n_missing, method``; an
 undefined coefficient (for example kappa when only one category occurs) is NaN with a ``note``.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -92,7 +94,7 @@ __all__ = [
     "StudyInputs",
     "user_study",
     "agreement_report",
-    "register_cli",
+    "DEFAULT_METRICS",
 ]
 
 PAIR_METRICS = (
@@ -841,4 +843,101 @@ from medeval_kit._agreement_plots import (  # noqa: E402
 from medeval_kit._agreement_published import (  # noqa: E402
     StudyInputs, load_study, longform_table3_kappa, papers_for, printed_arithmetic, published_numbers, user_study,
 )
-from medeval_kit._agreement_cli import agreement_report, register_cli  # noqa: E402
+
+
+# --------------------------------------------------------------------------- the report behind `medeval agreement`
+
+DEFAULT_METRICS = ("percent_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha")
+REPORT_COLUMNS = ["metric", "raters", "estimate", "ci_low", "ci_high", "n_items", "n_raters", "n_missing", "method", "note"]
+
+
+def _split_metric(name: str):
+    """``cohen_kappa_linear`` -> (``cohen_kappa``, ``linear``); other names -> (name, None)."""
+    base, _, suffix = name.rpartition("_")
+    return (base, suffix) if suffix in ("linear", "quadratic") and base else (name, None)
+
+
+def _undefined(metric, raters, reason) -> pd.DataFrame:
+    return pd.DataFrame([dict(metric=metric, raters="|".join(map(str, raters or [])), estimate=np.nan,
+                              ci_low=np.nan, ci_high=np.nan, n_items=0, n_raters=len(raters or []), n_missing=0,
+                              method="none", note=f"undefined: {reason}")])
+
+
+def agreement_report(
+    df: pd.DataFrame,
+    *,
+    metrics=DEFAULT_METRICS,
+    level: str = "nominal",
+    categories=None,
+    raters=None,
+    pairwise: bool = False,
+    ceiling: bool = False,
+    humans=None,
+    judges=None,
+    design: str = "loo",
+    margin: float = 0.05,
+    criterion: str | None = None,
+    n_boot: int = 2000,
+    ci: float = 0.95,
+    ci_method: str = "percentile",
+    seed: int = 0,
+    notes=(),
+) -> pd.DataFrame:
+    """One tidy row per result: the table behind ``medeval agreement`` and the notebook's summary.
+
+    Columns: [criterion,] section, metric, raters, estimate, ci_low, ci_high, n_items, n_raters,
+    n_missing, method, note. ``metrics`` may name weighted kappas as ``cohen_kappa_linear`` /
+    ``cohen_kappa_quadratic``; ``level`` applies to Krippendorff's alpha. A metric that is
+    undefined on this panel (e.g. Light's kappa when two raters share no item) is a NaN row with
+    the reason. ``pairwise`` adds every rater pair (NaN for pairs that share no item).
+    ``ceiling`` adds :func:`~medeval_kit.agreement.judge_vs_humans` rows (``section`` =
+    ``judge_vs_humans``, extra columns delta ...) for the first pairwise metric; it needs
+    ``humans`` or a ``rater_kind`` column.
+    """
+    ag = sys.modules[__name__]
+    groups = [(None, df)]
+    if criterion and criterion in df.columns:
+        groups = [(c, sub.drop(columns=[criterion])) for c, sub in df.groupby(criterion, sort=True)]
+    frames = []
+    for crit, sub in groups:
+        rows = []
+        for name in metrics:
+            m, w = _split_metric(name)
+            lv = level if m in ("krippendorff_alpha",) else None
+            if w and m in ("cohen_kappa", "gwet_ac2") and categories is None and level == "nominal":
+                lv = "ordinal"
+            try:
+                res = ag.agreement(sub, m, raters=raters, categories=categories, level=lv, weights=w, n_boot=n_boot,
+                                   ci=ci, ci_method=ci_method, seed=seed)
+                rows.append(res.to_frame().assign(section="agreement"))
+            except AgreementError as exc:  # undefined on this design: say why, keep the other rows
+                rows.append(_undefined(name, raters or sorted(sub["rater"].unique(), key=str), exc)
+                            .assign(section="agreement"))
+        pair_names = [_split_metric(n) for n in metrics if _split_metric(n)[0] in ag.PAIR_METRICS]
+        first_pair = next((p for p in pair_names if p[0] == "cohen_kappa"),
+                          pair_names[0] if pair_names else ("cohen_kappa", None))
+        if pairwise:
+            pm = ag.pairwise_matrix(sub, first_pair[0], raters=raters, categories=categories, weights=first_pair[1],
+                                    n_boot=n_boot, ci=ci, ci_method=ci_method, seed=seed, no_overlap="nan")
+            pm = pm.assign(raters=pm["rater_a"].astype(str) + "|" + pm["rater_b"].astype(str), n_raters=2,
+                           section="pairwise")
+            rows.append(pm.drop(columns=["rater_a", "rater_b"]))
+        if ceiling:
+            res = ag.judge_vs_humans(sub, humans, judges, design=design, metric=first_pair[0],
+                                     categories=categories, weights=first_pair[1], margin=margin, n_boot=n_boot,
+                                     ci=ci, seed=seed)
+            t = res.to_frame()
+            t = t.assign(section="judge_vs_humans", raters=t["rater"], n_raters=np.where(
+                t["role"] == "humans", len(res.humans), 1), n_missing=0, method=res.method,
+                metric=t["metric"] + " (" + t["design"] + ")")
+            rows.append(t.drop(columns=["rater", "design"]))
+        out = pd.concat(rows, ignore_index=True)
+        if crit is not None:
+            out.insert(0, "criterion", crit)
+        frames.append(out)
+    out = pd.concat(frames, ignore_index=True)
+    if notes:
+        extra = "; ".join(notes)
+        out["note"] = [f"{n}; {extra}" if isinstance(n, str) and n else extra for n in out["note"]]
+    lead = (["criterion"] if "criterion" in out.columns else []) + ["section"] + REPORT_COLUMNS
+    return out[lead + [c for c in out.columns if c not in lead and c != "level"]]

@@ -10,7 +10,7 @@ import sys
 # Each defines ``register_cli(subparsers) -> None`` and sets ``func`` on its parsers.
 COMMAND_MODULES = (
     "medeval_kit.runner",
-    "medeval_kit.agreement",
+    "medeval_kit._agreement_cli",
     "medeval_kit.alt_test",
     "medeval_kit.bias",
     "medeval_kit.llm",
