@@ -5,8 +5,11 @@
    baseline of raw ``openai.AsyncOpenAI`` calls under an ``asyncio.Semaphore``, target >= 0.9.
 2. Warm-cache throughput (hits/s), target >= 5,000.
 3. Local model: tokens/s through our client / tokens/s of raw ``llama_cpp`` in the same process, target >= 0.9.
+4. Faults with DEFAULT client settings: 1,000 requests against the stub (100 ms latency) with 20% 429
+   (Retry-After 0.05 s), 10% 500 and 5% timeouts (the stub holds the connection 2 s, then drops it),
+   wall time divided by the same run without faults, target <= 3.
 
-    python benchmarks/bench_llm.py [--n 2000] [--latency 0.1] [--concurrency 64] [--skip-local]
+    python benchmarks/bench_llm.py [--n 2000] [--latency 0.1] [--concurrency 64] [--skip-local] [--skip-faults]
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ sys.path.insert(0, str(ROOT))
 from medeval_kit.llm import Cache, Request, get_client  # noqa: E402
 
 
-def start_stub(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "stub_server.py"), "--asyncio", "--latency", str(latency)],
-                            stdout=subprocess.PIPE, text=True)
+def start_stub(latency: float, *args: str) -> tuple[subprocess.Popen, str]:
+    """The stub in its own process: the lean asyncio server, or with ``args`` (faults) the threaded one."""
+    cmd = [sys.executable, str(ROOT / "tests" / "stub_server.py"), "--latency", str(latency)]
+    proc = subprocess.Popen(cmd + (list(args) if args else ["--asyncio"]), stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     assert line.startswith("READY "), line
     return proc, line.split()[1]
@@ -171,6 +175,39 @@ def bench_local(rounds: int) -> None:
     print("  all rounds: " + "; ".join(f"{k} {['%.0f' % x for x in v]}" for k, v in rates.items()))
 
 
+def bench_faults(n: int = 1000, latency: float = 0.1, rounds: int = 1) -> None:
+    """Faulty vs fault-free wall time with the default client settings (concurrency, timeout, retries,
+    backoff): 20% 429 with Retry-After 0.05 s, 10% 500, 5% timeouts."""
+    faults = ["--p429", "0.2", "--retry-after", "0.05", "--p500", "0.1", "--ptimeout", "0.05", "--seed", "1"]
+    walls: dict[str, list[float]] = {"fault-free": [], "faulty": []}
+    failed = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(rounds):
+            for name, args in (("fault-free", ["--seed", "1"]), ("faulty", faults)):
+                proc, url = start_stub(latency, *args)
+                try:
+                    client = get_client(f"openai/bench@{url}/v1", cache_path=Path(tmp) / f"{name}{k}.sqlite")
+                    t0 = time.perf_counter()
+                    out = client.run(make_requests(n, f"{name}{k}"), progress=False)
+                    walls[name].append(time.perf_counter() - t0)
+                    failed += sum(r.error is not None for r in out)
+                    if name == "faulty":
+                        st = client.last_run
+                        retries, unconf = st.n_retries, st.n_unconfirmed
+                finally:
+                    proc.terminate()
+                    proc.wait()
+    ok, bad = min(walls["fault-free"]), min(walls["faulty"])
+    d = get_client("openai/bench@http://127.0.0.1:1/v1", cache_mode="off")  # the defaults, for the record
+    print(f"[faults] N={n}, latency={latency * 1000:.0f} ms, DEFAULT client settings (concurrency "
+          f"{d.provider(d.spec).default_concurrency}, timeout {d.timeout:g} s, {d.retry.max_retries} retries, backoff "
+          f"base {d.retry.backoff_base:g} s); faulty = 20% 429 (Retry-After 0.05 s), 10% 500, 5% timeouts (the stub "
+          "holds the connection 2 s, then drops it)")
+    print(f"  fault-free wall {ok:.2f} s, faulty wall {bad:.2f} s ({retries} retries, {unconf} lost replies "
+          f"counted unconfirmed, {failed} final failures)")
+    print(f"  ratio faulty / fault-free = {bad / ok:.2f}  (target <= 3)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=2000)
@@ -179,12 +216,15 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warm-n", type=int, default=20000)
     ap.add_argument("--skip-local", action="store_true")
+    ap.add_argument("--skip-faults", action="store_true")
     a = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-key")
     bench_execution(a.n, a.latency, a.concurrency, a.rounds)
     bench_warm_cache(a.warm_n)
     if not a.skip_local:
         bench_local(max(5, a.rounds))
+    if not a.skip_faults:
+        bench_faults()
 
 
 if __name__ == "__main__":

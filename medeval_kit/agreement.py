@@ -86,11 +86,7 @@ __all__ = [
     "plot_delta_forest",
     "plot_coverage",
     "plot_ensembles",
-    "published_numbers",
-    "printed_arithmetic",
-    "longform_table3_kappa",
     "load_study",
-    "papers_for",
     "StudyInputs",
     "user_study",
     "agreement_report",
@@ -835,13 +831,13 @@ def kappa_from_p_c(p_observed, p_chance):
 from medeval_kit._agreement_io import LabelWarning, check_labels, read_annotations  # noqa: E402,F401
 
 
-# --------------------------------------------------------------------------- figures and published numbers
+# --------------------------------------------------------------------------- figures and study inputs
 
 from medeval_kit._agreement_plots import (  # noqa: E402
     metric_label, plot_coverage, plot_delta_forest, plot_ensembles, plot_forest, plot_kappa_heatmap,
 )
-from medeval_kit._agreement_published import (  # noqa: E402
-    StudyInputs, load_study, longform_table3_kappa, papers_for, printed_arithmetic, published_numbers, user_study,
+from medeval_kit._agreement_inputs import (  # noqa: E402
+    StudyInputs, load_study, user_study,
 )
 
 

@@ -64,8 +64,6 @@ __all__ = [
     "length_controlled_win_rate",
     "load_lineage",
     "self_preference",
-    "published_checks",
-    "PUBLISHED",
     "plot_flip_rates",
     "plot_first_slot",
     "plot_consistency_vs_agreement",
@@ -1165,110 +1163,6 @@ def simulate_self_preference(
             rows.append(pd.DataFrame({"item": [f"q{j:04d}" for j in range(n_items)], "model": m, "rater": r,
                                       "score": s.astype(float)}))
     return pd.concat(rows, ignore_index=True)
-
-
-# =========================================================================== published numbers
-PUBLISHED: list[dict] = [
-    # MCQG-SRefine (seed 000) Table 9 "No POS Bias" = share of the 40 items that are order-consistent.
-    *[{"paper": "MCQG-SRefine", "source": "Table 9", "judge": j, "metric": "consistency",
-       "quantity": f"{j}: share of 40 items without position inconsistency", "published": v, "n": 40}
-      for j, v in (("gpt-4", 0.65), ("gpt-4o", 0.425), ("gpt-3.5-turbo", 0.35), ("claude-3-haiku", 0.425),
-                   ("claude-3.5-sonnet", 0.375), ("claude-3-opus", 0.475))],
-    # Section 4 text: GPT-4 has the least position bias, 35% inconsistent; Claude-3-opus 52.5% inconsistent.
-    {"paper": "MCQG-SRefine", "source": "Sec. 4 text", "judge": "gpt-4", "metric": "flip_rate",
-     "quantity": "gpt-4: share of position-inconsistent items", "published": 0.35, "n": 40},
-    {"paper": "MCQG-SRefine", "source": "Sec. 4 text", "judge": "claude-3-opus", "metric": "flip_rate",
-     "quantity": "claude-3-opus: share of position-inconsistent items", "published": 0.525, "n": 40},
-    # Table 9 PA with Expert X on the consistent items.
-    *[{"paper": "MCQG-SRefine", "source": "Table 9", "judge": j, "metric": "agreement_on_consistent",
-       "quantity": f"{j}: percentage agreement with Expert X on consistent items", "published": v, "n": None}
-      for j, v in (("gpt-4", 0.6153), ("gpt-4o", 0.5882), ("gpt-3.5-turbo", 0.6429), ("claude-3-haiku", 0.4118),
-                   ("claude-3.5-sonnet", 0.4667), ("claude-3-opus", 0.6842))],
-]
-"""Published position-bias numbers that the bundled data can be checked against."""
-
-PUBLISHED_NOT_RECOVERABLE: list[dict] = [
-    # Longform-MedQA (seed 001) Table 6: ab-vs-ba disagreements per judge and criterion, of 400 questions.
-    *[{"paper": "Longform-MedQA", "source": "Table 6", "quantity": f"{j}: {c} position flips (of 400)",
-       "published": v / 400, "note": f"{v}/400; per-call judge outputs not released"}
-      for j, row in (("gpt-4o", {"correctness": 81, "helpfulness": 72, "harmfulness": 71, "reasoning": 79,
-                                 "efficiency": 94, "bias": 0}),
-                     ("claude-3.5-sonnet", {"correctness": 78, "helpfulness": 73, "harmfulness": 78,
-                                            "reasoning": 79, "efficiency": 100, "bias": 1}))
-      for c, v in row.items()],
-    {"paper": "Longform-MedQA", "source": "Sec. 4 text", "quantity": "repeat inconsistency, gpt-4o, ab order",
-     "published": 174 / 2400, "note": "174 of 2,400 (judge x order) item-criteria; per-call outputs not released"},
-    {"paper": "Longform-MedQA", "source": "Sec. 4 text", "quantity": "repeat inconsistency, gpt-4o, ba order",
-     "published": 199 / 2400, "note": "199 of 2,400; per-call outputs not released"},
-]
-
-
-PUBLISHED_SELF_PREFERENCE: list[dict] = [
-    # MedQADE (seed 002) Fig. 8: Delta in percentage points, peers = other-lineage annotators, 1,000 bootstraps.
-    {"paper": "MedQADE", "source": "Fig. 8", "quantity": "gemma-3-4b Delta_self (pp)", "published": 16.29,
-     "note": "95% CI [14.9, 17.8]; per-slot LLM labels not released"},
-    {"paper": "MedQADE", "source": "Fig. 8", "quantity": "qwen3-4b Delta_self (pp)", "published": -4.42,
-     "note": "95% CI [-5.5, -3.4]; per-slot LLM labels not released"},
-    {"paper": "MedQADE", "source": "Fig. 8", "quantity": "gpt-5.4-mini -> gpt-5-nano Delta_family (pp)",
-     "published": 6.63, "note": "per-slot LLM labels not released"},
-    {"paper": "MedQADE", "source": "Fig. 8", "quantity": "gemma-3-4b -> gemma-3-27b Delta_family (pp)",
-     "published": 11.54, "note": "per-slot LLM labels not released"},
-]
-"""MedQADE's self/family bias numbers; no per-slot data is public, so they are listed as not recoverable."""
-
-
-def published_checks(
-    ours: pd.DataFrame | None = None,
-    *,
-    which: str = "position",
-    tolerance: float = 0.005,
-    include_unrecoverable: bool = True,
-) -> pd.DataFrame:
-    """Compare :data:`PUBLISHED` with our estimates; columns paper, source, quantity, published, ours, status, note.
-
-    ``ours`` is a tidy result with ``judge``, ``metric``, ``estimate`` (and ``n``, ``count``), e.g. the
-    concatenation of :func:`flip_rate_from_labels` and :func:`agreement_on_consistent` on Table 19.
-    Status is ``reproduced`` when |published - ours| <= ``tolerance``, else ``differs``; a published
-    number with no matching estimate is ``not recoverable``. ``which="self_preference"`` returns
-    MedQADE's Fig. 8 numbers (not recoverable from public data).
-    """
-    cols = ["paper", "source", "quantity", "published", "ours", "status", "note"]
-    if which == "self_preference":
-        return pd.DataFrame([{**{k: p[k] for k in ("paper", "source", "quantity", "published", "note")},
-                              "ours": np.nan, "status": "not recoverable"} for p in PUBLISHED_SELF_PREFERENCE],
-                            columns=cols)
-    if which != "position":
-        raise ValueError("which must be 'position' or 'self_preference'")
-    ours = ours if ours is not None else pd.DataFrame(columns=["judge", "metric", "estimate", "n"])
-    idx = ours.set_index(["judge", "metric"]) if len(ours) else None
-    rows = []
-    for p in PUBLISHED:
-        key = (p["judge"], p["metric"])
-        if idx is not None and key in idx.index:
-            r = idx.loc[key]
-            r = r.iloc[0] if isinstance(r, pd.DataFrame) else r
-            val = float(r["estimate"])
-            status = "reproduced" if abs(val - p["published"]) <= tolerance else "differs"
-            cnt = r.get("count", np.nan)
-            note = f"ours = {int(cnt)}/{int(r['n'])}" if pd.notna(cnt) else f"n = {int(r['n'])}"
-            if pd.notna(r.get("ci_low", np.nan)):
-                note += f", 95% CI {r['ci_low']:.3f}-{r['ci_high']:.3f}"
-            if status == "differs" and p["metric"] in ("consistency", "flip_rate") \
-                    and abs((1 - val) - p["published"]) <= tolerance:
-                note += "; the printed value equals our complementary share (1 - ours): consistent and " \
-                        "inconsistent columns look swapped"
-            rows.append({"paper": p["paper"], "source": p["source"], "quantity": p["quantity"],
-                         "published": p["published"], "ours": val, "status": status, "note": note})
-        else:
-            rows.append({"paper": p["paper"], "source": p["source"], "quantity": p["quantity"],
-                         "published": p["published"], "ours": np.nan, "status": "not recoverable",
-                         "note": "no matching estimate"})
-    if include_unrecoverable:
-        for p in PUBLISHED_NOT_RECOVERABLE:
-            rows.append({"paper": p["paper"], "source": p["source"], "quantity": p["quantity"],
-                         "published": p["published"], "ours": np.nan, "status": "not recoverable",
-                         "note": p["note"]})
-    return pd.DataFrame(rows, columns=["paper", "source", "quantity", "published", "ours", "status", "note"])
 
 
 # =========================================================================== plots

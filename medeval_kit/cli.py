@@ -13,6 +13,7 @@ COMMAND_MODULES = (
     "medeval_kit._agreement_cli",
     "medeval_kit.alt_test",
     "medeval_kit.bias",
+    "medeval_kit.readers",
     "medeval_kit.llm",
     "medeval_kit.rounds",
     "medeval_kit.report",

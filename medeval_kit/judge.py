@@ -176,8 +176,9 @@ def _extract(resp, schema: dict | None) -> tuple[str | None, Any, str, str | Non
     """Return (raw, parsed, parse_status, parse_error) for one Response-like object.
 
     The provider's ``parsed`` is used when it validates against ``schema``; otherwise the raw text is
-    re-parsed here (JSON document, fenced block or first JSON object in prose) and validated. Nothing
-    else is guessed: a reply that does not validate is ``failed`` with its text kept.
+    re-parsed here with the LLM layer's rule (:func:`medeval_kit.llm.parse.parse_reply`: ok only when
+    exactly one JSON value validates, or all that validate agree) and validated. Nothing else is
+    guessed: a reply that does not validate, or is ambiguous, is ``failed`` with its text kept.
     """
     from medeval_kit.llm.parse import parse_reply
     from medeval_kit.llm.parse import validate as validate_json
@@ -189,7 +190,7 @@ def _extract(resp, schema: dict | None) -> tuple[str | None, Any, str, str | Non
     parsed = getattr(resp, "parsed", None)
     if parsed is not None and schema is not None and validate_json(parsed, schema) is None:
         return str(text), parsed, "ok", None
-    parsed, status, perr = parse_reply(str(text), schema)
+    parsed, status, perr = parse_reply(str(text), schema, finish_reason=getattr(resp, "finish_reason", None))
     return str(text), parsed, status, perr
 
 

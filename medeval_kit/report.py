@@ -2,7 +2,9 @@
 
 The report is built from the studies' outputs only: figure sidecars in ``figures/<study>/*.json``,
 tables in ``tables/<study>/*.csv``, and the ``published_numbers.csv`` table each study writes with
-columns ``paper, source, quantity, published, ours, status, note``. Nothing is typed in here.
+columns ``paper, source, quantity, published, ours, status, note`` (written by
+:mod:`medeval_kit.repro`). Nothing is typed in here. A status that is not one of :data:`STATUSES`,
+or that the one rule does not give for the row's printed value and ours, is an error.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["STATUSES", "collect_published", "collect_figures", "collect_tables", "build_report", "Report"]
+from medeval_kit.repro.published import STATUSES, decide
 
-STATUSES = ("reproduced", "differs", "not recoverable")
-"""reproduced: ours matches the paper at its printed precision; differs: with the reason in ``note``;
-not recoverable: the public data cannot give it."""
+__all__ = ["STATUSES", "RULE", "collect_published", "collect_figures", "collect_tables", "build_report", "Report"]
+
+RULE = ("reproduced: ours rounds to the value as printed, at its printed precision (a percentage compares "
+        "ours x 100; an integer must match exactly); differs: with the reason in the note; not recoverable: "
+        "the public data cannot give it.")
 
 PUBLISHED_COLUMNS = ("paper", "source", "quantity", "published", "ours", "status", "note")
 
@@ -30,19 +34,31 @@ def _root(root: str | Path | None) -> Path:
     return Path(root) if root else project_root()
 
 
-def _normalise_status(s: str) -> str:
-    s = str(s).strip().lower()
-    if s.startswith("reproduc"):
-        return "reproduced"
-    if s.startswith("differ"):
-        return "differs"
-    if "recoverable" in s or s.startswith("not "):
-        return "not recoverable"
-    raise ValueError(f"unknown status {s!r}; use one of {STATUSES}")
+def _check_statuses(df: pd.DataFrame, path: Path) -> None:
+    """Every status is one of STATUSES and is what the one rule gives for (published, ours)."""
+    from medeval_kit.errors import SchemaError
+
+    bad = [i for i, v in enumerate(df["status"]) if v not in STATUSES]
+    if bad:
+        raise SchemaError("published_numbers", "status", bad,
+                          f"unknown status {df['status'].iloc[bad[0]]!r}; use one of {STATUSES}", str(path))
+    wrong = []
+    for i, (pub, ours, status) in enumerate(zip(df["published"], df["ours"], df["status"])):
+        try:
+            expected = decide(pub, float(ours) if ours.strip() else None)
+        except (ValueError, TypeError):
+            expected = None
+        if expected != status:
+            wrong.append(i)
+    if wrong:
+        r = df.iloc[wrong[0]]
+        raise SchemaError("published_numbers", "status", wrong,
+                          f"status {r['status']!r} is not what the rule gives for published {r['published']!r} and "
+                          f"ours {r['ours']!r}; regenerate the table with medeval_kit.repro", str(path))
 
 
 def collect_published(root: str | Path | None = None) -> pd.DataFrame:
-    """Return all studies' published-number rows, with a ``study`` column; statuses normalised."""
+    """Return all studies' published-number rows, with a ``study`` column; statuses checked against the rule."""
     frames = []
     for p in sorted((_root(root) / "tables").glob("*/published_numbers.csv")):
         df = pd.read_csv(p, dtype=str, keep_default_na=False)
@@ -51,13 +67,12 @@ def collect_published(root: str | Path | None = None) -> pd.DataFrame:
             from medeval_kit.errors import SchemaError
 
             raise SchemaError("published_numbers", missing[0], [], f"missing column(s) {missing}", str(p))
+        _check_statuses(df, p)
         df.insert(0, "study", p.parent.name)
         frames.append(df[["study", *PUBLISHED_COLUMNS]])
     if not frames:
         return pd.DataFrame(columns=["study", *PUBLISHED_COLUMNS])
-    out = pd.concat(frames, ignore_index=True)
-    out["status"] = out["status"].map(_normalise_status)
-    return out
+    return pd.concat(frames, ignore_index=True)
 
 
 def collect_figures(root: str | Path | None = None) -> pd.DataFrame:
@@ -126,7 +141,7 @@ def build_report(root: str | Path | None = None, outdir: str | Path | None = Non
     md = ["# medeval_kit reproduction report", "",
           "Built from the studies' outputs (`tables/*/published_numbers.csv`, figure sidecars, tables).", "",
           "## Published numbers", "",
-          " · ".join(f"**{k}**: {v}" for k, v in counts.items()), ""]
+          " · ".join(f"**{k}**: {v}" for k, v in counts.items()), "", RULE, ""]
     md.append(pub.to_markdown(index=False) if len(pub) else "_No study wrote published_numbers.csv yet._")
     md += ["", "## Figures", "", figs.drop(columns=["parameters"]).to_markdown(index=False) if len(figs) else "_none_",
            "", "## Tables", "", tabs.to_markdown(index=False) if len(tabs) else "_none_", ""]
@@ -149,7 +164,7 @@ def build_report(root: str | Path | None = None, outdir: str | Path | None = Non
     )
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>medeval_kit reproduction report</title>"
             f"<style>{_CSS}</style></head><body><h1>medeval_kit reproduction report</h1>"
-            f"<p>{' · '.join(f'<b>{k}</b>: {v}' for k, v in counts.items())}</p>"
+            f"<p>{' · '.join(f'<b>{k}</b>: {v}' for k, v in counts.items())}</p><p>{html.escape(RULE)}</p>"
             f"<h2>Published numbers</h2>{pub_html}<h2>Figures</h2>{fig_html}"
             f"<h2>Tables</h2>{tabs.to_html(index=False)}</body></html>")
     html_path = out / "report.html"

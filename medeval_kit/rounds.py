@@ -17,11 +17,14 @@ Three groups of functions:
   last-value-carried-forward, to expose survivor bias), :func:`stop_best_distribution`,
   :func:`paired_round_tests`, :func:`mixed_model`, :func:`round_correlations`,
   :func:`stopping_rule_consistency`, :func:`item_summary`, :func:`load_summary`.
-* **Published numbers**: :func:`paper_total_check` (0.9031), :func:`introspection_curve` /
-  :func:`fit_introspection_curve` (AutoMedEval App. F), :func:`published_numbers`.
+* **Curves**: :func:`component_mean_total` (the total as a (weighted) mean of component
+  means), :func:`introspection_curve` / :func:`fit_introspection_curve` (a saturation curve
+  f(t) = a / (1 + e^(-bt - c))^power and its least-squares fit).
 
-Plots: :func:`plot_round_means`, :func:`plot_component_trajectories`, :func:`plot_stop_best`,
-:func:`plot_introspection_curve`.
+The papers' printed numbers (MCQG-SRefine Tables 4-8, AutoMedEval App. F) and the checks against
+them live in :mod:`medeval_kit.repro`, not here.
+
+Plots: :func:`plot_round_means`, :func:`plot_component_trajectories`, :func:`plot_stop_best`.
 
 Stopping rules
 --------------
@@ -60,10 +63,6 @@ __all__ = [
     "STOP_RULES",
     "TIE_BREAKS",
     "ASPECTS_PER_COMPONENT",
-    "PAPER_TABLES_4_5",
-    "PAPER_TABLES_6_7",
-    "PAPER_TABLE_8",
-    "AUTOMEDEVAL",
     "ScoreParse",
     "parse_score_string",
     "should_stop",
@@ -82,18 +81,13 @@ __all__ = [
     "aspect_sum_check",
     "load_rounds_file",
     "component_mean_total",
-    "paper_total_check",
     "introspection_curve",
     "CurveFit",
     "fit_introspection_curve",
-    "introspection_check",
-    "published_numbers",
-    "paper_contradictions",
     "roundwise_tables",
     "plot_round_means",
     "plot_component_trajectories",
     "plot_stop_best",
-    "plot_introspection_curve",
     "register_cli",
     "STOPPING_RULE_NOTE",
 ]
@@ -106,64 +100,6 @@ ASPECTS_PER_COMPONENT = {"context": 9, "question": 5, "answer": 5, "distractors"
 """MCQG-SRefine aspect counts (Table 21: 30 aspects, reasoning incl. correctness), each scored /5."""
 
 _TIE_ATOL = 1e-12
-
-# ---------------------------------------------------------------------------------------------
-# Published numbers (copied from the papers; see shared/research/seed-000 and seed-003 notes)
-# ---------------------------------------------------------------------------------------------
-
-PAPER_TABLES_4_5 = pd.DataFrame(
-    [
-        # table, arm, round, context, question, answer, distractors, reasoning, printed total
-        ("Table 4", "human", 1, 0.9683, 0.8394, 0.8051, 0.9378, 0.9650, 0.9031),
-        ("Table 4", "human", 2, 0.96705, 0.8322, 0.8212, 0.9344, 0.96168, 0.9033),
-        ("Table 4", "human", 3, 0.9712, 0.8277, 0.8358, 0.9376, 0.9589, 0.9062),
-        ("Table 4", "human", 4, 0.9679, 0.8195, 0.8284, 0.9414, 0.9456, 0.9006),
-        ("Table 5", "machine", 1, 0.9688, 0.838, 0.795, 0.943, 0.967, 0.902),
-        ("Table 5", "machine", 2, 0.975, 0.848, 0.809, 0.940, 0.965, 0.907),
-        ("Table 5", "machine", 3, 0.970, 0.836, 0.799, 0.941, 0.948, 0.899),
-        ("Table 5", "machine", 4, 0.974, 0.837, 0.810, 0.944, 0.951, 0.903),
-    ],
-    columns=["table", "arm", "round", *COMPONENTS, "total_printed"],
-)
-"""MCQG-SRefine Tables 4-5: mean normalised critique score per component and round, and the printed Total."""
-
-PAPER_TABLES_6_7 = pd.DataFrame(
-    [
-        ("Table 6", "human", "question_length", 203.008, 111.09, 91.47, 84.11),
-        ("Table 6", "human", "qa_accuracy", 0.898, 0.89, 0.903, 0.86),
-        ("Table 6", "human", "answer_equals_keypoint", 0.193, 0.170, 0.153, 0.146),
-        ("Table 7", "machine", "question_length", 204.68, 117.85, 96.113, 87.5),
-        ("Table 7", "machine", "qa_accuracy", 0.89, 0.908, 0.865, 0.875),
-        ("Table 7", "machine", "answer_equals_keypoint", 0.083, 0.080, 0.073, 0.065),
-    ],
-    columns=["table", "arm", "quantity", "r1", "r2", "r3", "r4"],
-)
-"""MCQG-SRefine Tables 6-7: round-wise means (question length in words, QA accuracy, answer = keypoint)."""
-
-PAPER_TABLE_8 = pd.DataFrame(
-    [
-        ("human", "clinical_note_length", -0.9103, -1.0, -1.0),
-        ("machine", "clinical_note_length", -0.8869, -1.0, -1.0),
-        ("human", "question_length", -0.9103, -1.0, -1.0),
-        ("machine", "question_length", -0.8869, -1.0, -1.0),
-    ],
-    columns=["arm", "variable", "pearson", "spearman", "kendall"],
-)
-"""MCQG-SRefine Table 8: correlation of rounds with lengths (level and n unstated in the paper)."""
-
-AUTOMEDEVAL = {
-    "a": 0.5274,
-    "a_factors": (1.0, 0.9, 0.586),
-    "b": 0.453,
-    "c": 2.83,
-    "power": 3,
-    "observed_t": (0, 1, 2),
-    "observed_acc_triple": (44.61, 47.13, 48.65),  # Table 3 / Table 5 (test set, %)
-    "claimed_t6": 52.21,  # App. F text: "When the iteration count is set to 6, the accuracy reaches 52.21%"
-    "claimed_gain_pct": 17.0,  # +17 % relative to iteration 0
-}
-"""AutoMedEval App. F: f(t) = a / (1 + exp(-b t - c))^3 with the printed constants and the data they model."""
-
 
 # ---------------------------------------------------------------------------------------------
 # Parsing and stopping rules
@@ -987,7 +923,7 @@ def load_rounds_file(path: str | Path | None) -> pd.DataFrame | None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Published numbers
+# Curves
 # ---------------------------------------------------------------------------------------------
 
 
@@ -1004,29 +940,10 @@ def component_mean_total(component_means: Mapping[str, float], *, weights: Mappi
     return float((v * w).sum() / w.sum())
 
 
-def paper_total_check() -> pd.DataFrame:
-    """Recompute the printed Totals of MCQG-SRefine Tables 4-5 from their component means."""
-    rows = []
-    for rec in PAPER_TABLES_4_5.to_dict("records"):
-        means = {c: rec[c] for c in COMPONENTS}
-        rows.append({
-            "table": rec["table"], "arm": rec["arm"], "round": rec["round"],
-            "total_printed": rec["total_printed"],
-            "component_mean": component_mean_total(means),
-            "points_weighted": component_mean_total(means, weights=ASPECTS_PER_COMPONENT),
-        })
-    out = pd.DataFrame(rows)
-    dec = out["total_printed"].map(_decimals)
-    out["status"] = [_status(p, o, d) for p, o, d in zip(out["total_printed"], out["component_mean"], dec)]
-    out["status_points_weighted"] = [_status(p, o, d) for p, o, d in zip(out["total_printed"], out["points_weighted"], dec)]
-    return out
+def introspection_curve(t: Any, a: float, b: float, c: float, power: int = 3) -> np.ndarray:
+    """Saturation curve f(t) = a / (1 + exp(-b t - c))**power (AutoMedEval App. F's form; a fraction).
 
-
-def introspection_curve(t: Any, a: float = AUTOMEDEVAL["a"], b: float = AUTOMEDEVAL["b"],
-                        c: float = AUTOMEDEVAL["c"], power: int = 3) -> np.ndarray:
-    """AutoMedEval App. F: f(t) = a / (1 + exp(-b t - c))**power (a fraction; ×100 for %).
-
-    >>> round(float(introspection_curve(6)) * 100, 2)
+    >>> round(float(introspection_curve(6, a=0.5274, b=0.453, c=2.83)) * 100, 2)
     52.13
     """
     t = np.asarray(t, dtype=float)
@@ -1035,7 +952,8 @@ def introspection_curve(t: Any, a: float = AUTOMEDEVAL["a"], b: float = AUTOMEDE
 
 @dataclass(frozen=True)
 class CurveFit:
-    """Least-squares fit of :func:`introspection_curve`; ``params`` are a, b, c."""
+    """Least-squares fit of :func:`introspection_curve`; ``params`` are a, b, c; ``start`` the values
+    the fit started from (the fixed parameters keep them)."""
 
     params: dict
     free: tuple
@@ -1045,17 +963,19 @@ class CurveFit:
     note: str = ""
     t: tuple = field(default=())
     y: tuple = field(default=())
+    start: dict = field(default_factory=dict)
+    power: int = 3
 
     @property
     def dof(self) -> int:
         return self.n_points - len(self.free)
 
     def predict(self, t: Any) -> np.ndarray:
-        return introspection_curve(t, self.params["a"], self.params["b"], self.params["c"])
+        return introspection_curve(t, self.params["a"], self.params["b"], self.params["c"], self.power)
 
     def to_frame(self) -> pd.DataFrame:
         return pd.DataFrame([
-            {"param": k, "estimate": v, "free": k in self.free, "published": AUTOMEDEVAL[k],
+            {"param": k, "estimate": v, "free": k in self.free, "start": self.start.get(k, np.nan),
              "n_points": self.n_points, "dof": self.dof, "rss": self.rss, "converged": self.converged,
              "method": "scipy.optimize.least_squares", "note": self.note}
             for k, v in self.params.items()
@@ -1063,22 +983,27 @@ class CurveFit:
 
     def summary(self) -> str:
         p = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
-        return f"f(t)=a/(1+e^(-bt-c))^3 fit on {self.n_points} points ({p}; free {self.free}, dof {self.dof}, rss {self.rss:.3g})"
+        return f"f(t)=a/(1+e^(-bt-c))^{self.power} fit on {self.n_points} points ({p}; free {self.free}, dof {self.dof}, rss {self.rss:.3g})"
 
 
 def fit_introspection_curve(
-    t: Sequence[float] = AUTOMEDEVAL["observed_t"],
-    y: Sequence[float] = tuple(v / 100 for v in AUTOMEDEVAL["observed_acc_triple"]),
+    t: Sequence[float],
+    y: Sequence[float],
     *,
+    p0: Mapping[str, float],
     free: Sequence[str] = ("a", "b", "c"),
-    p0: Mapping[str, float] | None = None,
+    power: int = 3,
 ) -> CurveFit:
-    """Fit the free parameters of f(t) to (t, y) (y as fractions); the others stay at the
-    published values. Three free parameters on three points interpolate (dof 0, no uncertainty)."""
+    """Fit the free parameters of f(t) to (t, y) (y as fractions), starting from ``p0`` (a, b, c);
+    the parameters not in ``free`` stay at ``p0``. Three free parameters on three points
+    interpolate (dof 0, no uncertainty)."""
     from scipy.optimize import least_squares
 
     t_arr, y_arr = np.asarray(t, float), np.asarray(y, float)
-    start = {k: AUTOMEDEVAL[k] for k in ("a", "b", "c")} | dict(p0 or {})
+    missing = [k for k in ("a", "b", "c") if k not in p0]
+    if missing:
+        raise ParameterError(f"p0 needs start values for a, b and c; missing {missing}")
+    start = {k: float(p0[k]) for k in ("a", "b", "c")}
     free = tuple(free)
     for k in free:
         if k not in ("a", "b", "c"):
@@ -1087,7 +1012,7 @@ def fit_introspection_curve(
     def resid(theta):
         p = dict(start)
         p.update(zip(free, theta))
-        return introspection_curve(t_arr, p["a"], p["b"], p["c"]) - y_arr
+        return introspection_curve(t_arr, p["a"], p["b"], p["c"], power) - y_arr
 
     res = least_squares(resid, [start[k] for k in free], method="lm" if len(free) <= len(t_arr) else "trf",
                         xtol=1e-14, ftol=1e-14, gtol=1e-14, max_nfev=20000)
@@ -1095,208 +1020,8 @@ def fit_introspection_curve(
     params.update(zip(free, map(float, res.x)))
     note = "interpolation: as many free parameters as points" if len(free) >= len(t_arr) else ""
     return CurveFit(params=params, free=free, n_points=len(t_arr), rss=float(np.sum(res.fun ** 2)),
-                    converged=bool(res.success), note=note, t=tuple(t_arr), y=tuple(y_arr))
-
-
-def introspection_check(t: Sequence[float] = (0, 1, 2, 3, 4, 5, 6, 10)) -> pd.DataFrame:
-    """f(t) in % with the published constants, with the refits (a only; a, b, c) and Table 3's observed values."""
-    fit_a = fit_introspection_curve(free=("a",))
-    fit_abc = fit_introspection_curve(free=("a", "b", "c"))
-    obs = dict(zip(AUTOMEDEVAL["observed_t"], AUTOMEDEVAL["observed_acc_triple"]))
-    rows = []
-    for ti in t:
-        rows.append({
-            "t": ti, "observed": obs.get(ti, np.nan),
-            "published_constants": float(introspection_curve(ti)) * 100,
-            "refit_a": float(fit_a.predict(ti)) * 100,
-            "refit_abc": float(fit_abc.predict(ti)) * 100,
-        })
-    return pd.DataFrame(rows)
-
-
-def _decimals(x: float) -> int:
-    s = repr(float(x))
-    return len(s.split(".")[1]) if "." in s and "e" not in s else 0
-
-
-def _status(published: float, ours: float, decimals: int | None = None) -> str:
-    """'reproduced' when ours rounds to the published value (half a unit of its last digit)."""
-    if ours is None or (isinstance(ours, float) and math.isnan(ours)):
-        return "not recoverable"
-    d = _decimals(published) if decimals is None else decimals
-    return "reproduced" if abs(float(ours) - float(published)) <= 0.5 * 10 ** (-d) + 1e-9 else "differs"
-
-
-def published_numbers(rounds_df: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Published numbers checked against ours: ``paper, source, quantity, published, ours, status, note``.
-
-    Covers MCQG-SRefine's Tables 4-5 totals (0.9031 ...), Table 8, the stopping rule (paper text
-    vs code vs bundled traces), Tables 6-7 / Figures 6-7 where only the 10-item bundled traces
-    exist (``not recoverable``, ours given as the bundled analogue), and AutoMedEval App. F.
-    ``rounds_df`` is the bundled MedQG rounds table (:func:`~medeval_kit.datasets.medqg_rounds.load_medqg_rounds`);
-    without it the data-dependent rows are ``not recoverable``.
-    """
-    P1, P2 = "MCQG-SRefine (seed 000)", "AutoMedEval (seed 003)"
-    rows: list[dict] = []
-
-    def add(paper, source, quantity, published, ours, status, note=""):
-        rows.append({"paper": paper, "source": source, "quantity": quantity, "published": published,
-                     "ours": ours, "status": status, "note": note})
-
-    # --- Tables 4-5: Total = unweighted mean of the component means
-    for rec in paper_total_check().to_dict("records"):
-        add(P1, f"{rec['table']} ({rec['arm']}), round {rec['round']}", "Total critique score",
-            rec["total_printed"], round(rec["component_mean"], 6), rec["status"],
-            f"unweighted mean of the 5 printed component means; the points-weighted mean "
-            f"(9/5/5/7/4 aspects) gives {rec['points_weighted']:.4f} ({rec['status_points_weighted']})")
-
-    # --- Table 8 on the aggregated Table 6/7 means
-    for arm, tab in (("human", "Table 6"), ("machine", "Table 7")):
-        lengths = PAPER_TABLES_6_7.query("arm == @arm and quantity == 'question_length'")[["r1", "r2", "r3", "r4"]]
-        agg = pd.DataFrame({"round": [1, 2, 3, 4], "question_length": lengths.to_numpy().ravel()})
-        corr = round_correlations(agg, "round", "question_length", level="item").set_index("method")["estimate"]
-        pub = PAPER_TABLE_8.query("arm == @arm and variable == 'question_length'").iloc[0]
-        for m in ("pearson", "spearman", "kendall"):
-            st = _status(pub[m], corr[m], 4 if m == "pearson" else 1)
-            add(P1, f"Table 8 ({arm}), rounds vs question length", f"{m} correlation", pub[m], round(corr[m], 4), st,
-                f"recomputed on the 4 round means of {tab} (round 1-4 vs mean question length); the paper does "
-                f"not state level or n. "
-                + ("Any strictly decreasing 4 points give -1, so this only shows Table 8 is a binned correlation."
-                   if m != "pearson" else
-                   "The paper's Pearson is not recovered this way; its clinical-note row has the identical value "
-                   f"{pub[m]}, which suggests a copy error (the per-item data are not published)."))
-        pubn = PAPER_TABLE_8.query("arm == @arm and variable == 'clinical_note_length'").iloc[0]
-        ours_n, note_n = np.nan, ""
-        if rounds_df is not None and arm == "human" and "note_length" in rounds_df.columns:
-            summ_n = item_summary(rounds_df)
-            if "source" in summ_n.columns:
-                summ_n = summ_n[summ_n["source"] == "top10"]
-            if len(summ_n):
-                cn = round_correlations(summ_n, "best_round", "note_length", level="aggregated").set_index("method")
-                ours_n = round(float(cn.loc["pearson", "estimate"]), 4) if pd.notna(cn.loc["pearson", "estimate"]) else np.nan
-                note_n = (f" Bundled analogue (10 human-arm traces, mean note length per best-round bin, "
-                          f"n = {int(cn.loc['pearson', 'n'])} bins): Pearson {ours_n}, Spearman "
-                          f"{cn.loc['spearman', 'estimate']:.2f}.")
-        add(P1, f"Table 8 ({arm}), rounds vs clinical-note length", "pearson correlation", pubn["pearson"], ours_n,
-            "not recoverable", "needs note lengths per best-round bin for the full arm (373/385 items), not bundled; "
-                               "identical to the question-length row in the paper." + note_n)
-
-    # --- stopping rule: paper text vs code vs bundled traces
-    if rounds_df is not None:
-        cons = stopping_rule_consistency(rounds_df).set_index("rule")
-        n = int(cons.loc["all_components", "n_items"])
-        k_all, k_tot = int(cons.loc["all_components", "n_consistent"]), int(cons.loc["total", "n_consistent"])
-        add(P1, "App. A (text) vs src/usmle/run.py check_stop", "stopping rule",
-            "total > 0.9 of maximum (paper text)",
-            f"bundled traces: all_components consistent {k_all}/{n}, total {k_tot}/{n}",
-            "differs",
-            "The paper contradicts its code: the text says stop when the total exceeds 90 %, the code stops only "
-            "when every component is >= 0.9. The bundled traces follow the code rule. Figure 7 (~79-80 % run all 4 "
-            "rounds) is also incompatible with the text rule given a round-1 mean total of 0.903.")
-        summ = item_summary(rounds_df)
-        ir = item_rounds(rounds_df)
-        top = summ[summ.get("source", pd.Series("top10", index=summ.index)) == "top10"] if "source" in summ else summ
-        irt = ir[ir["source"] == "top10"] if "source" in ir.columns else ir
-        if len(top):
-            # Figure 7 and Figure 6 analogues on the 10 bundled traces (human arm)
-            n_t = len(top)
-            add(P1, "Figure 7 (human)", "share of items using all 4 rounds (%)", 78.9,
-                round(100 * float((top["n_rounds"] == 4).mean()), 1), "not recoverable",
-                f"paper: all 373 human-arm items; ours: the {n_t} bundled traces (gpt4_usmle_hum_kp_top10.csv), "
-                "whose selection is unknown")
-            add(P1, "Figure 6 (human)", "share best at round 1 (%)", 30.0,
-                round(100 * float((top["best_round"] == 1).mean()), 1), "not recoverable",
-                f"ours: best_question round of the {n_t} bundled traces")
-            for r, pub in zip((1, 2, 3, 4), PAPER_TABLES_6_7.query("arm == 'human' and quantity == 'question_length'")[["r1", "r2", "r3", "r4"]].to_numpy().ravel()):
-                x = irt.loc[irt["round"] == r, "question_length"].dropna()
-                add(P1, f"Table 6 (human), round {r}", "question length (words, mean)", pub,
-                    round(float(x.mean()), 2) if len(x) else np.nan, "not recoverable",
-                    f"ours: available-only mean over the {len(x)} bundled traces reaching round {r} "
-                    "(words of context + question)")
-            for r, pub in zip((1, 2, 3, 4), PAPER_TABLES_6_7.query("arm == 'human' and quantity == 'answer_equals_keypoint'")[["r1", "r2", "r3", "r4"]].to_numpy().ravel()):
-                if "answer_equals_keypoint" not in irt.columns:
-                    break
-                x = irt.loc[irt["round"] == r, "answer_equals_keypoint"].dropna()
-                add(P1, f"Table 6 (human), round {r}", "correct answer = keypoint (share)", pub,
-                    round(float(x.mean()), 3) if len(x) else np.nan, "not recoverable",
-                    f"ours: n = {len(x)} bundled traces (normalised exact match, case and punctuation ignored)")
-            for r, pub in zip((1, 2, 3, 4), PAPER_TABLES_6_7.query("arm == 'human' and quantity == 'qa_accuracy'")[["r1", "r2", "r3", "r4"]].to_numpy().ravel()):
-                x = irt.loc[irt["round"] == r, "self_answer_correct"].dropna()
-                add(P1, f"Table 6 (human), round {r}", "QA accuracy (self-answer)", pub,
-                    round(float(x.mean()), 3) if len(x) else np.nan, "not recoverable",
-                    f"ours: n = {len(x)} bundled traces (normalised attempted answer == correct answer)")
-        if "total_score" in rounds_df.columns and len(top):
-            ts = rounds_df.drop_duplicates("item").set_index("item")["total_score"].reindex(top["item"])
-            ok = np.isclose(ts.to_numpy(float), top["total_best"].to_numpy(float), atol=1e-9)
-            add("MedQG data (bio-nlp/MedQG)", "gpt4_usmle_hum_kp_top10.csv, column total_score",
-                "items whose total_score = component mean of the best_question round", f"{len(top)}/{len(top)}",
-                f"{int(ok.sum())}/{len(top)}", "reproduced" if ok.all() else "differs",
-                "confirms that the released total is the unweighted mean of normalised component scores; "
-                "the best_question round is also the highest-total round in every bundled trace")
-    else:
-        add(P1, "App. A vs code", "stopping rule", "total > 0.9 of maximum (paper text)", "", "not recoverable",
-            "pass the bundled rounds table to check the traces")
-
-    # --- AutoMedEval App. F
-    a_prod = float(np.prod(AUTOMEDEVAL["a_factors"]))
-    add(P2, "App. F Eq. 7", "a = a1*a2*a3", AUTOMEDEVAL["a"], round(a_prod, 6), _status(AUTOMEDEVAL["a"], a_prod),
-        "1 * 0.9 * 0.586; the paper does not say how a1..a3 were obtained")
-    for ti, obs in zip(AUTOMEDEVAL["observed_t"], AUTOMEDEVAL["observed_acc_triple"]):
-        f = float(introspection_curve(ti)) * 100
-        add(P2, f"Table 3/5 vs Eq. 7, t = {ti}", "Acc_triple (%) modelled by the published constants", obs,
-            round(f, 2), _status(obs, f),
-            "f(t) with a=0.5274, b=0.453, c=2.83 does not pass through the observed accuracies")
-    for ti, val in ((0, 44.41), (1, 47.22), (2, 49.14), (6, 52.13)):
-        f = float(introspection_curve(ti)) * 100
-        add(P2, f"Eq. 7 evaluated at t = {ti} (research notes, seed-003 §4)", "f(t) (%) with a=0.5274, b=0.453, c=2.83",
-            val, round(f, 4), _status(val, f), "independent recomputation of the printed constants")
-    f6 = float(introspection_curve(6)) * 100
-    add(P2, "App. F text, t = 6", "Acc_triple (%) at 6 iterations", AUTOMEDEVAL["claimed_t6"], round(f6, 2),
-        _status(AUTOMEDEVAL["claimed_t6"], f6),
-        "the printed constants give 52.13, not 52.21 (the research notes' recomputation 44.41/47.22/49.14/52.13 "
-        "at t = 0/1/2/6 is reproduced exactly); asymptote a = 52.74")
-    gain = 100 * (f6 / AUTOMEDEVAL["observed_acc_triple"][0] - 1)
-    add(P2, "App. F text", "relative gain at t = 6 vs iteration 0 (%)", AUTOMEDEVAL["claimed_gain_pct"],
-        round(gain, 2), _status(AUTOMEDEVAL["claimed_gain_pct"], gain, 0),
-        "ours uses f(6) = 52.13 over 44.61; the paper's 52.21/44.61 = +17.04 %")
-    fit = fit_introspection_curve(free=("a", "b", "c"))
-    for k in ("b", "c"):
-        add(P2, "App. F Eq. 7", f"constant {k} refit to Table 3 (3 points, 3 parameters)", AUTOMEDEVAL[k],
-            round(fit.params[k], 4), _status(AUTOMEDEVAL[k], fit.params[k]),
-            f"least-squares interpolation of (0, 44.61), (1, 47.13), (2, 48.65); rss {fit.rss:.2g}; "
-            f"refit a = {fit.params['a']:.4f}, f(6) = {float(fit.predict(6)) * 100:.2f} %")
-    out = pd.DataFrame(rows, columns=["paper", "source", "quantity", "published", "ours", "status", "note"])
-    out["published"] = out["published"].astype(object)
-    out["ours"] = out["ours"].astype(object)
-    return out
-
-
-def paper_contradictions() -> pd.DataFrame:
-    """Places where a paper contradicts itself or its code, for the round-wise analysis."""
-    rows = [
-        ("MCQG-SRefine (seed 000)", "stopping rule",
-         "App. A: stop when the total critique score exceeds 90 % of the maximum",
-         "src/usmle/run.py check_stop: stop only when every component score is >= 0.9",
-         "the bundled traces follow the code; rounds.should_stop offers both ('total', 'all_components')"),
-        ("MCQG-SRefine (seed 000)", "Figure 7 vs Table 4",
-         "78.9 % / 80.4 % of items run all 4 rounds",
-         "the round-1 mean total is 0.903, so under the text rule about half would stop at round 1",
-         "Figure 7 is only compatible with the code rule"),
-        ("MCQG-SRefine (seed 000)", "Table 8",
-         "Pearson -0.9103 (human) / -0.8869 (machine) for rounds vs clinical-note length",
-         "the identical values are printed for rounds vs question length",
-         "a copy error or one binned analysis printed twice; level and n are not stated"),
-        ("MCQG-SRefine (seed 000)", "Tables 4-7",
-         "round-wise means with no per-round n",
-         "items stop early (stopping rule), so later rounds average only the survivors",
-         "available-only means are survivor-biased; compare with last-value-carried-forward"),
-        ("AutoMedEval (seed 003)", "App. F",
-         "with a=0.5274, b=0.453, c=2.83 the accuracy reaches 52.21 % at 6 iterations",
-         "the printed constants give 52.13 % at t = 6, and 44.41 / 47.22 / 49.14 at t = 0-2 "
-         "versus the observed 44.61 / 47.13 / 48.65",
-         "the constants do not fit the table they model; no fitting procedure is given"),
-    ]
-    return pd.DataFrame(rows, columns=["paper", "where", "says", "but", "consequence"])
+                    converged=bool(res.success), note=note, t=tuple(t_arr), y=tuple(y_arr), start=start,
+                    power=power)
 
 
 def roundwise_tables(rounds_df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
@@ -1419,27 +1144,6 @@ def plot_stop_best(dist: pd.DataFrame, *, ax=None, title: str | None = None):
     ax.set_ylabel("share of items")
     if title:
         ax.set_title(title)
-    ax.legend(frameon=False)
-    return fig
-
-
-def plot_introspection_curve(*, ax=None, t_max: float = 10):
-    """Plot AutoMedEval's f(t) with the published constants and the refit, plus Table 3's points."""
-    from medeval_kit.plots import figure
-
-    if ax is None:
-        fig, ax = figure("single")
-    else:
-        fig = ax.figure
-    tt = np.linspace(0, t_max, 200)
-    fit = fit_introspection_curve(free=("a", "b", "c"))
-    ax.plot(tt, introspection_curve(tt) * 100, label="published constants", color="C0")
-    ax.plot(tt, fit.predict(tt) * 100, ls="--", label="refit a, b, c to Table 3", color="C1")
-    ax.scatter(AUTOMEDEVAL["observed_t"], AUTOMEDEVAL["observed_acc_triple"], color="k", zorder=3,
-               label="Table 3 observed")
-    ax.scatter([6], [AUTOMEDEVAL["claimed_t6"]], marker="x", color="C3", zorder=3, label="claimed 52.21 at t=6")
-    ax.set_xlabel("introspection iteration t")
-    ax.set_ylabel("Acc$_{triple}$ (%)")
     ax.legend(frameon=False)
     return fig
 

@@ -9,8 +9,21 @@ It can be told to fail (per completion attempt, seeded): ``p429`` (with ``Retry-
 ``ptimeout`` (sleeps ``timeout_sleep`` s, then drops the connection), ``pmalformed`` (200 with a
 body that is not JSON), ``ptruncated`` (a body shorter than its Content-Length), ``p400`` and
 ``p401`` (echoes a masked key, as the real APIs do). A script of
-forced faults can be queued with :meth:`StubServer.queue`. Failed attempts are never counted as
+forced faults can be queued with :meth:`StubServer.queue`; the script also knows ``"401full"`` (a 401
+that echoes the whole key, as some servers do) and ``"empty"`` (a 200 whose reply has no content:
+OpenAI ``content: null`` with a refusal, an empty Anthropic content list). With ``fault_batches=True``
+the script also applies to batch submissions (file upload, batch create). Failed attempts are never counted as
 successes: ``server.successes`` counts successful completions per distinct request body.
+
+More faults for the retry and budget tests: ``p403``/``p404``/``p422``, ``p500invalid`` (a 500 whose
+body says the request is invalid, like llama.cpp's "Input should be 'text' or 'json_object'"),
+``pbadutf8`` (a 200 whose body is not UTF-8) and ``preset`` (the reply is generated, then the
+connection is reset half way through the body). Billing: every reply the server generated is
+recorded in ``state.billed`` as ``(model, prompt_tokens, completion_tokens, delivered)``, including
+replies lost to a timeout, a reset or a broken body (providers bill those too). ``usage="bytes"``
+reports adversarial token counts (prompt tokens = UTF-8 bytes of every message, the most a
+byte-level BPE tokenizer can emit; completion tokens = ``max_tokens``); ``usage_scale`` multiplies
+the reported usage (a server that over-reports).
 
 Use in tests::
 
@@ -35,7 +48,9 @@ from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-FAULTS = ("429", "500", "timeout", "malformed", "truncated", "400", "401")
+FAULTS = ("429", "500", "timeout", "malformed", "truncated", "400", "401", "403", "404", "422", "500invalid",
+          "badutf8", "reset")
+BILLED_FAULTS = ("timeout", "malformed", "truncated", "badutf8", "reset")  # generated, then lost
 
 
 def body_key(body: dict[str, Any]) -> str:
@@ -138,6 +153,16 @@ def anthropic_message(body: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _message_bytes(body: dict[str, Any]) -> int:
+    """UTF-8 bytes of every message (and the system prompt): the most prompt tokens a byte-level
+    BPE tokenizer can emit for them."""
+    n = len(str(body.get("system") or "").encode())
+    for m in body.get("messages", []):
+        c = m.get("content")
+        n += len((c if isinstance(c, str) else json.dumps(c)).encode())
+    return n
+
+
 def _parse_multipart(ctype: str, data: bytes) -> dict[str, bytes]:
     boundary = ctype.split("boundary=", 1)[1].strip().strip('"').encode()
     out: dict[str, bytes] = {}
@@ -160,14 +185,23 @@ class StubState:
 
     def __init__(self, *, latency: float = 0.0, p429: float = 0.0, p500: float = 0.0, ptimeout: float = 0.0,
                  pmalformed: float = 0.0, ptruncated: float = 0.0, p400: float = 0.0, p401: float = 0.0,
+                 p403: float = 0.0, p404: float = 0.0, p422: float = 0.0, p500invalid: float = 0.0,
+                 pbadutf8: float = 0.0, preset: float = 0.0, usage: str = "words", usage_scale: float = 1.0,
                  retry_after: float = 0.0,
                  timeout_sleep: float = 2.0, batch_polls: int = 1, batch_error_ids: set[str] | None = None,
-                 seed: int = 0) -> None:
+                 batch_error_echo_key: bool = False, fault_batches: bool = False,
+                 batch_empty_ids: set[str] | None = None, seed: int = 0) -> None:
         self.latency, self.retry_after, self.timeout_sleep = latency, retry_after, timeout_sleep
         self.rates = {"429": p429, "500": p500, "timeout": ptimeout, "malformed": pmalformed,
-                      "truncated": ptruncated, "400": p400, "401": p401}
+                      "truncated": ptruncated, "400": p400, "401": p401, "403": p403, "404": p404, "422": p422,
+                      "500invalid": p500invalid, "badutf8": pbadutf8, "reset": preset}
+        self.usage, self.usage_scale = usage, usage_scale  # reported usage (see the module docstring)
+        self.billed: list[tuple[str, int, int, bool]] = []  # (model, prompt, completion, delivered)
         self.batch_polls = batch_polls
         self.batch_error_ids = set(batch_error_ids or ())
+        self.batch_error_echo_key = batch_error_echo_key  # batch item errors quote the caller's key
+        self.fault_batches = fault_batches  # the queued script also applies to batch submissions
+        self.batch_empty_ids = set(batch_empty_ids or ())  # batch items answered with no content
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.script: deque[str] = deque()
@@ -197,6 +231,7 @@ class StubState:
     def stats(self) -> dict[str, Any]:
         with self.lock:
             return {"attempts": self.attempts, "successes": sum(self.successes.values()),
+                    "billed": len(self.billed), "billed_lost": sum(1 for b in self.billed if not b[3]),
                     "distinct_successes": len(self.successes),
                     "max_per_request": max(self.successes.values(), default=0),
                     "faults": dict(self.faults), "batch_creates": self.batch_creates}
@@ -232,23 +267,47 @@ class Handler(BaseHTTPRequestHandler):
     def _base(self) -> str:
         return f"http://{self.server.server_address[0]}:{self.server.server_address[1]}"
 
-    def _fault(self) -> bool:
+    def _fault(self, path: str = "", body: dict[str, Any] | None = None) -> bool:
         """Apply an injected fault; True when the request was answered with one."""
         st = self.state
         f = st.draw_fault()
+        self.empty_reply = f == "empty"
         if f is None:
             return False
         with st.lock:
             st.faults[f] += 1
+        if f in BILLED_FAULTS and body is not None:  # generated (and billed), then lost on the way
+            self._bill(self._reply(path, body), delivered=False)
         if f == "429":
             self._error(429, "rate limited (stub)", {"retry-after": f"{st.retry_after:g}"})
         elif f == "500":
             self._error(500, "internal error (stub)")
         elif f == "400":
             self._error(400, "invalid request (stub)")
+        elif f in ("403", "404", "422"):
+            self._error(int(f), f"request refused (stub {f})")
+        elif f == "500invalid":  # llama_cpp.server answers a bad response_format like this
+            self._error(500, "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n"
+                             "  Input should be 'text' or 'json_object' [type=literal_error, input_value='json_schema']")
+        elif f == "badutf8":
+            self._send(None, 200, raw=b'{"id": "x", "choices": [{"message": {"content": "\xff\xfe bad"}}]}')
+        elif f == "reset":  # the whole reply was generated; the connection dies half way through the body
+            b = json.dumps(self._reply(path, body or {})).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(b)))
+            self.end_headers()
+            self.wfile.write(b[: len(b) // 2])
+            self.wfile.flush()
+            self.close_connection = True
         elif f == "401":  # like the real APIs, echo a partly masked key
             key = (self.headers.get("authorization") or "").replace("Bearer ", "") or self.headers.get("x-api-key", "")
             self._error(401, f"Incorrect API key provided: {key[:8]}****{key[-4:]}")
+        elif f == "401full":  # some servers echo the whole key
+            key = (self.headers.get("authorization") or "").replace("Bearer ", "") or self.headers.get("x-api-key", "")
+            self._error(401, f"Incorrect API key provided: {key}")
+        elif f == "empty":
+            return False  # answered by the route with an empty reply
         elif f == "timeout":
             time.sleep(st.timeout_sleep)
             self.close_connection = True
@@ -264,6 +323,29 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
         return True
+
+    def _reply(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The reply for ``body``, with the usage the server reports (see ``usage``, ``usage_scale``)."""
+        st = self.state
+        reply = openai_completion(body) if path.endswith("/chat/completions") else anthropic_message(body)
+        names = ("prompt_tokens", "completion_tokens") if "choices" in reply else ("input_tokens", "output_tokens")
+        u = reply["usage"]
+        if st.usage == "bytes":
+            u[names[0]] = _message_bytes(body)
+            u[names[1]] = int(body.get("max_tokens") or 16)
+        if st.usage_scale != 1.0:
+            u[names[0]] = int(round(u[names[0]] * st.usage_scale))
+            u[names[1]] = int(round(u[names[1]] * st.usage_scale))
+        if "total_tokens" in u:
+            u["total_tokens"] = u[names[0]] + u[names[1]]
+        return reply
+
+    def _bill(self, reply: dict[str, Any], delivered: bool) -> None:
+        u = reply["usage"]
+        pt = u.get("prompt_tokens", u.get("input_tokens", 0))
+        ct = u.get("completion_tokens", u.get("output_tokens", 0))
+        with self.state.lock:
+            self.state.billed.append((reply.get("model", ""), pt, ct, delivered))
 
     def _count(self, body: dict[str, Any]) -> None:
         with self.state.lock:
@@ -295,6 +377,8 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             if len(st.auth_seen) < 5:
                 st.auth_seen.append(auth)
+        if st.fault_batches and path in ("/v1/files", "/v1/messages/batches") and self._fault():
+            return
         if path == "/v1/files":
             parts = _parse_multipart(self.headers.get("content-type", ""), raw)
             with st.lock:
@@ -312,14 +396,26 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/v1/messages/batches":
             return self._anthropic_batch_create(body)
         if path.endswith("/chat/completions") or path == "/v1/messages":
-            if self._fault():
+            if self._fault(path, body):
                 return
             if st.latency:
                 time.sleep(st.latency)
-            reply = openai_completion(body) if path.endswith("/chat/completions") else anthropic_message(body)
+            reply = self._reply(path, body)
+            if getattr(self, "empty_reply", False):  # a refusal / an empty message, still billed
+                if "choices" in reply:
+                    reply["choices"][0]["message"].update(content=None, refusal="I can't help with that.")
+                else:
+                    reply["content"], reply["stop_reason"] = [], "end_turn"
             self._count(body)
+            self._bill(reply, delivered=True)
             return self._send(reply)
         self._error(404, f"unknown path {path}")
+
+    def _batch_error_message(self) -> str:
+        if not self.state.batch_error_echo_key:
+            return "stub batch item error"
+        key = (self.headers.get("authorization") or "").replace("Bearer ", "") or self.headers.get("x-api-key", "")
+        return f"stub batch item error: key {key!r} is not allowed to use this model"
 
     # ---------------------------------------------------------------- OpenAI batches
     def _openai_batch_create(self, body: dict[str, Any]) -> None:
@@ -336,13 +432,15 @@ class Handler(BaseHTTPRequestHandler):
             if cid in st.batch_error_ids:
                 n_err += 1
                 out_lines.append({"id": f"req_{cid[:8]}", "custom_id": cid, "response": None,
-                                  "error": {"code": "server_error", "message": "stub batch item error"}})
+                                  "error": {"code": "server_error", "message": self._batch_error_message()}})
                 continue
             self._count(req)
             n_ok += 1
+            reply = openai_completion(req)
+            if cid in st.batch_empty_ids:
+                reply["choices"][0]["message"].update(content=None, refusal="I can't help with that.")
             out_lines.append({"id": f"req_{cid[:8]}", "custom_id": cid, "error": None,
-                              "response": {"status_code": 200, "request_id": f"r{cid[:8]}",
-                                           "body": openai_completion(req)}})
+                              "response": {"status_code": 200, "request_id": f"r{cid[:8]}", "body": reply}})
         with st.lock:
             st.batch_creates += 1
             bid = f"batch_{len(st.batches) + 1:06d}"
@@ -379,7 +477,7 @@ class Handler(BaseHTTPRequestHandler):
             if cid in st.batch_error_ids:
                 n_err += 1
                 results.append({"custom_id": cid, "result": {"type": "errored", "error": {
-                    "type": "error", "error": {"type": "api_error", "message": "stub batch item error"}}}})
+                    "type": "error", "error": {"type": "api_error", "message": self._batch_error_message()}}}})
                 continue
             self._count(params)
             n_ok += 1
@@ -421,6 +519,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 512
     allow_reuse_address = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return  # a client that timed out or was cancelled hung up mid-reply: expected in fault tests
+        super().handle_error(request, client_address)
 
 
 class StubServer:

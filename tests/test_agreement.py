@@ -1,4 +1,4 @@
-"""Tests of medeval_kit.agreement: reference cross-checks, published numbers, designs, errors, CLI."""
+"""Tests of medeval_kit.agreement: reference cross-checks, designs, errors, CLI (published numbers: test_repro)."""
 
 from __future__ import annotations
 
@@ -320,20 +320,11 @@ def test_medqg_table19_recomputed(medqg):
         assert abs(out.loc[j, "estimate"] - agree / n) < TOL
 
 
-def test_published_numbers_table():
-    t = ag.published_numbers("all")
-    assert list(t.columns) == ["paper", "source", "quantity", "published", "ours", "status", "note"]
-    assert set(t["status"]) <= {"reproduced", "differs", "not recoverable"}
-    ok = t.set_index("quantity")["status"]
-    for q in ["two students, overall: Cohen's kappa", "w/o aspect filtering: Cohen's kappa",
-              "CK-based All-Comb*: Cohen's kappa", "batch 1: disagreements (sum of Table 4 row)",
-              "PABAK = 2 x PA - 1 at PA 0.883", "odd-sized majority-vote ensembles of 9 annotators",
-              "majority label 1 (A) count"]:
-        assert ok[q] == "reproduced", q
-    assert ok["gpt-4: PA with Expert X on consistent items"] == "differs"
-    # Table 3 kappa from P and C: harmfulness batch 4 has C > P.
-    k = ag.longform_table3_kappa().set_index(["criterion", "batch"])["kappa"]
-    assert k[("harmfulness", 4)] < 0 and abs(k[("difficulty", 1)] - 0.15 / 0.58) < TOL
+def test_no_paper_reproduction_in_the_agreement_api():
+    # the papers' printed numbers live in medeval_kit.repro (tests/test_repro.py)
+    assert not {"published_numbers", "printed_arithmetic", "longform_table3_kappa", "papers_for"} & set(ag.__all__)
+    # kappa from printed P and C stays generic: (0.57 - 0.42) / (1 - 0.42) = 0.15 / 0.58; C > P gives kappa < 0
+    assert abs(ag.kappa_from_p_c(0.57, 0.42) - 0.15 / 0.58) < TOL and ag.kappa_from_p_c(0.81, 0.82) < 0
 
 
 # --------------------------------------------------------------------------- bad input

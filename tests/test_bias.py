@@ -173,10 +173,7 @@ def test_table19_flip_rates_and_agreement():
     # seed-000 note: GPT-4 agrees with Expert X on 12 of its 26 valid items
     a4 = _metric(agr, "agreement_on_consistent", judge="gpt-4")
     assert (a4["count"], a4["n"]) == (12, 26)
-    checks = bias.published_checks(pd.concat([flips, agr], ignore_index=True))
-    row = checks[checks["quantity"].str.startswith("gpt-4: share")].iloc[0]
-    assert row["status"] == "reproduced"
-    assert set(checks["status"]) == {"reproduced", "differs", "not recoverable"}
+    # Table 9 against these estimates: tests/test_repro.py
 
 
 def test_answer_letter_balance_and_slot_preference():

@@ -252,8 +252,9 @@ def test_estimate_cost_hand_derived(env):
 
 def test_budget_cap_stops_before_exceeding(stub, env, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.url)
+    stub.set(usage="bytes")  # replies cost close to their ceiling (else all 20 fit: none may be refused)
     reqs = [req(f"question {i}", max_tokens=100) for i in range(20)]
-    # each call reserves <= (prompt ~10 tok * 3 + 100 * 15) / 1e6 ~= 0.00153 USD
+    # each call costs (~20 prompt tok * 3 + 100 * 15) / 1e6 ~= 0.00156 USD; its ceiling is a little more
     client = fast("anthropic/claude-3-5-sonnet-latest", budget_usd=0.005, concurrency=2)
     est = client.estimate(reqs)
     assert est.cost_usd > 0.005

@@ -28,7 +28,6 @@ from medeval_kit.generate.mcqg import (
     STOP_RULES, SRefineResult, build_fewshot_bank, critique_schema, format_mcq, load_srefine_inputs, plot_rounds,
     round_summary, run_srefine,
 )
-from medeval_kit.generate.published import published_numbers
 
 __all__ = [
     "GenerationError", "derived_seed", "letter_balance", "shuffle_options",
@@ -41,5 +40,5 @@ __all__ = [
     "DIFFICULTY_LEVELS", "cochran_sample_size", "count_sentences", "dedup_dbscan", "generate_longform_answers",
     "label_difficulty", "stratified_batches",
     "STOP_RULES", "SRefineResult", "build_fewshot_bank", "critique_schema", "format_mcq", "load_srefine_inputs",
-    "plot_rounds", "round_summary", "run_srefine", "published_numbers",
+    "plot_rounds", "round_summary", "run_srefine",
 ]

@@ -21,12 +21,13 @@ from .errors import (
     RequestError,
     UnknownModelError,
 )
-from .execute import Client, RateLimiter, RetryPolicy, get_client, redact
+from .execute import Budget, Client, RateLimiter, RetryPolicy, get_client, redact
 from .parse import extract_json, parse_reply, reparse
+from .secrets import InvalidKeyError
 from .types import ModelSpec, Request, Response, RunStats, parse_model, to_frame
 
 __all__ = [
-    "CACHE_MODES", "BudgetError", "Cache", "CacheMissError", "Client", "CostEstimate", "LLMError",
+    "CACHE_MODES", "Budget", "BudgetError", "Cache", "CacheMissError", "Client", "CostEstimate", "InvalidKeyError", "LLMError",
     "MissingDependencyError", "MissingKeyError", "ModelSpec", "Price", "ProviderError", "RateLimiter",
     "Request", "RequestError", "Response", "RetryPolicy", "RunStats", "UnknownModelError", "cost_of",
     "default_cache_path", "estimate_cost", "extract_json", "get_client", "load_prices", "parse_model",

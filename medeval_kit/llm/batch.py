@@ -15,9 +15,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .cost import cost_of
-from .errors import LLMError
-from .providers import AnthropicProvider, OpenAIProvider
+from .cost import batch_discount, cost_of, price_for
+from .errors import BudgetError, LLMError
+from .providers import AnthropicProvider, OpenAIProvider, key_options
+from .secrets import redact, redact_json, scrub_errors
 from .types import ModelSpec, Request, Response, canonical_json
 
 log = logging.getLogger(__name__)
@@ -38,17 +39,31 @@ def _provider(client, spec: ModelSpec):
     return p
 
 
+def _ceilings(items: list[tuple[str, Request, ModelSpec]], client) -> dict[str, float]:
+    """Per key, the proven ceiling of a batch item at the batch price (see ``Budget``)."""
+    out: dict[str, float] = {}
+    for k, r, s in items:
+        price = price_for(s)
+        if price is None:
+            raise BudgetError(f"a budget is set but there is no price for {s.id}: add it to data/prices.yaml "
+                              "(or drop the budget)")
+        out[k] = price.cost(client.provider(s).prompt_token_bound(r), int(r.max_tokens),
+                            discount=batch_discount(s.provider))
+    return out
+
+
 def _spec_of(row: dict[str, Any]) -> ModelSpec:
     return ModelSpec(row["provider"], row["model"], row["base_url"] or None)
 
 
+@scrub_errors  # an SDK error (a 401 echoing the key...) reaches the caller without any key
 def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10_000) -> list[str]:
     """Submit the requests that are neither cached nor in a pending batch; return new batch ids."""
     cache = client.cache
     if not cache.writes:
         raise LLMError(f"batch results are collected into the cache, but cache_mode is {cache.mode!r}: use 'use'")
     specs = [client._spec_for(r) for r in requests]
-    keys = [r.key(s) for r, s in zip(requests, specs)]
+    keys = [client._key(r, s) for r, s in zip(requests, specs)]  # with the wire options (schema_format)
     cached = set(cache.get_many(keys))
     pending = {k for b in cache.batches() if b["status"] not in FINAL for k in b["keys"]}
     groups: dict[str, list[tuple[str, Request, ModelSpec]]] = {}
@@ -58,6 +73,14 @@ def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10
             continue
         seen.add(k)
         groups.setdefault(str(s), []).append((k, r, s))
+    budget = getattr(client, "budget", None)
+    ceilings: dict[str, float] = {}
+    if budget is not None and groups:  # the whole submission must fit under the cap before any is sent
+        ceilings = _ceilings([it for items in groups.values() for it in items], client)
+        why = budget.commit(sum(ceilings.values()))
+        if why is not None:
+            raise BudgetError(f"budget: batch not submitted: {why}")
+        budget.uncommit(sum(ceilings.values()))  # counted again chunk by chunk, as they are submitted
     ids: list[str] = []
     for items in groups.values():
         spec = items[0][2]
@@ -65,19 +88,32 @@ def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10
         sdk = provider.make_client(sync=True)
         for i in range(0, len(items), max_per_batch):
             chunk = items[i:i + max_per_batch]
-            canon = {k: r.canonical(s) for k, r, s in chunk}
-            if isinstance(provider, OpenAIProvider):
-                lines = [json.dumps({"custom_id": k, "method": "POST", "url": "/v1/chat/completions",
-                                     "body": provider.body(r)}, ensure_ascii=False) for k, r, _ in chunk]
-                f = sdk.files.create(file=("medeval_batch.jsonl", ("\n".join(lines) + "\n").encode()),
-                                     purpose="batch")
-                b = sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                                       completion_window="24h")
-                detail = {"input_file_id": f.id, "requests": canon}
-            else:
-                b = sdk.messages.batches.create(
-                    requests=[{"custom_id": k, "params": provider.body(r)} for k, r, _ in chunk])
-                detail = {"requests": canon}
+            canon = {k: r.canonical(s, key_options(s, client.provider_options, r)) for k, r, s in chunk}
+            # a submitted batch is billed later: its ceiling counts as unconfirmed until it is collected
+            chunk_ceilings = {k: ceilings[k] for k, _, _ in chunk} if budget is not None else {}
+            if budget is not None:
+                why = budget.commit(sum(chunk_ceilings.values()))
+                if why is not None:
+                    raise BudgetError(f"budget: batch not submitted: {why}")
+            try:
+                if isinstance(provider, OpenAIProvider):
+                    lines = [json.dumps({"custom_id": k, "method": "POST", "url": "/v1/chat/completions",
+                                         "body": provider.body(r)}, ensure_ascii=False) for k, r, _ in chunk]
+                    f = sdk.files.create(file=("medeval_batch.jsonl", ("\n".join(lines) + "\n").encode()),
+                                         purpose="batch")
+                    b = sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
+                                           completion_window="24h")
+                    detail = {"input_file_id": f.id, "requests": canon}
+                else:
+                    b = sdk.messages.batches.create(
+                        requests=[{"custom_id": k, "params": provider.body(r)} for k, r, _ in chunk])
+                    detail = {"requests": canon}
+            except BaseException:
+                if budget is not None:
+                    budget.uncommit(sum(chunk_ceilings.values()))
+                raise
+            if budget is not None:
+                budget.batches[b.id] = chunk_ceilings
             cache.save_batch(b.id, provider=spec.provider, model=spec.name, base_url=spec.base_url,
                              status=PENDING, keys=[k for k, _, _ in chunk], detail=detail)
             log.info("submitted batch %s: %d requests to %s", b.id, len(chunk), spec)
@@ -85,6 +121,7 @@ def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10
     return ids
 
 
+@scrub_errors
 def poll_batches(client, batch_ids: Sequence[str] | None = None):
     """Refresh the status of pending batches; return a DataFrame of all batches in the cache."""
     import pandas as pd
@@ -121,6 +158,7 @@ def poll_batches(client, batch_ids: Sequence[str] | None = None):
                                        "created_utc", "updated_utc"])
 
 
+@scrub_errors
 def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
     """Store the results of finished batches in the cache; return how many entries were stored."""
     cache = client.cache
@@ -142,7 +180,7 @@ def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
                 item = json.loads(line)
                 resp = item.get("response") or {}
                 if item.get("error") or resp.get("status_code") != 200:
-                    results.append((item["custom_id"], None, json.dumps(item.get("error") or resp)[:300]))
+                    results.append((item["custom_id"], None, redact(json.dumps(item.get("error") or resp))[:300]))
                 else:
                     results.append((item["custom_id"], resp.get("body") or {}, None))
         else:
@@ -152,7 +190,7 @@ def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
                 if res.get("type") == "succeeded":
                     results.append((d["custom_id"], res.get("message") or {}, None))
                 else:
-                    results.append((d["custom_id"], None, json.dumps(res)[:300]))
+                    results.append((d["custom_id"], None, redact(json.dumps(res))[:300]))
         entries, errors = [], {}
         for key, raw, err in results:
             c = canon.get(key)
@@ -167,21 +205,24 @@ def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
                 else:
                     comp = AnthropicProvider.completion_from_dict(raw, c.get("schema") is not None)
             except LLMError as exc:
-                errors[key] = str(exc)
+                errors[key] = redact(str(exc))
                 continue
-            if comp.text is None:
-                errors[key] = "empty reply"
-                continue
+            # no content (a refusal, an empty message) is a paid reply: stored as "" (parse "failed")
+            text = comp.text if comp.text is not None else ""
             cost = cost_of(spec, comp.prompt_tokens, comp.completion_tokens, batch=True)
             entries.append({
                 "key": key, "provider": spec.provider, "model": spec.name, "request_json": canonical_json(c),
-                "text": comp.text, "raw_json": raw, "prompt_tokens": comp.prompt_tokens,
-                "completion_tokens": comp.completion_tokens, "cost_usd": None if cost != cost else cost,
+                "text": redact(text, patterns=False), "raw_json": redact_json(raw),
+                "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens, "cost_usd": None if cost != cost else cost,
                 "latency_s": None, "finish_reason": comp.finish_reason, "response_id": comp.response_id,
                 "source": "batch",
             })
         cache.put_many(entries)
         stored += len(entries)
+        budget = getattr(client, "budget", None)
+        if budget is not None and b["batch_id"] in budget.batches:  # submitted under this budget
+            budget.settle_batch(budget.batches.pop(b["batch_id"]), {e["key"]: e["cost_usd"] for e in entries},
+                                set(errors))
         detail.update(n_ok=len(entries), n_failed=len(errors), errors=errors)
         cache.save_batch(b["batch_id"], provider=b["provider"], model=b["model"], base_url=b["base_url"],
                          status=COLLECTED, keys=b["keys"], detail=detail)
@@ -189,6 +230,7 @@ def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
     return stored
 
 
+@scrub_errors
 def run_batch(client, requests: Sequence[Request], *, poll_interval: float = 30.0, timeout: float | None = None,
               progress: bool = True, max_per_batch: int = 10_000) -> list[Response]:
     """Submit (or resume), poll until every batch holding these requests is done, collect, and
@@ -201,7 +243,7 @@ def run_batch(client, requests: Sequence[Request], *, poll_interval: float = 30.
         return client.run(requests, progress=False)
     t0 = time.perf_counter()
     specs = [client._spec_for(r) for r in requests]
-    keys = [r.key(s) for r, s in zip(requests, specs)]
+    keys = [client._key(r, s) for r, s in zip(requests, specs)]
     wanted = set(keys)
     before = set(client.cache.get_many(wanted))
     submit_batch(client, requests, max_per_batch=max_per_batch)

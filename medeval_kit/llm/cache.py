@@ -6,12 +6,19 @@ hold no credentials and provider responses are stored as returned.
 
 Modes: ``off`` (no read, no write), ``use`` (read and write; default), ``replay`` (read only;
 a miss is an error listing the missing requests) and ``refresh`` (never read; overwrite).
+
+Leases (table ``leases``: key, owner, expiry): in ``use`` mode, a request takes a lease on its key
+before it is sent, so that processes sharing the cache never pay twice for one request. Another
+process finding the lease held waits for the stored result, or takes the lease over once it has
+expired or its owner (a process on this machine) is gone. The table is created on the first lease,
+so reading a cache (replay, all hits) never changes the file.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import threading
 import time
@@ -94,6 +101,7 @@ class Cache:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._pid = None
+        self._leases_pid = None
 
     # ------------------------------------------------------------------ connection
     @property
@@ -229,6 +237,119 @@ class Cache:
         for row in rows:
             if wanted is None or row[0] in wanted:
                 yield dict(zip(_COLS, row))
+
+    # ------------------------------------------------------------------ leases
+    def _leases_conn(self) -> sqlite3.Connection:
+        conn = self._connect()
+        if self._leases_pid != os.getpid():
+            conn.execute("CREATE TABLE IF NOT EXISTS leases (key TEXT PRIMARY KEY, owner TEXT NOT NULL, "
+                         "expires REAL NOT NULL)")
+            self._leases_pid = os.getpid()
+        return conn
+
+    @staticmethod
+    def lease_owner(tag: str) -> str:
+        """An owner id ``host|pid|tag``: a lease whose owner is a process of this host that no longer
+        runs is free at once; others are free when they expire."""
+        return f"{socket.gethostname()}|{os.getpid()}|{tag}"
+
+    @staticmethod
+    def _owner_alive(owner: str) -> bool:
+        host, _, rest = owner.partition("|")
+        pid, _, _ = rest.partition("|")
+        if host != socket.gethostname() or not pid.isdigit():
+            return True  # another machine: only the expiry tells
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return False
+        except OSError:  # e.g. PermissionError: the process exists
+            return True
+        return True
+
+    def _lease_rows(self, conn: sqlite3.Connection, keys: list[str]
+                    ) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[str, float]]]:
+        rows: dict[str, dict[str, Any]] = {}
+        held: dict[str, tuple[str, float]] = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in conn.execute(f"SELECT {','.join(_COLS)} FROM responses WHERE key IN ({marks})", chunk):
+                rows[row[0]] = dict(zip(_COLS, row))
+            for k, owner, expires in conn.execute(f"SELECT key, owner, expires FROM leases WHERE key IN ({marks})",
+                                                  chunk):
+                held[k] = (owner, expires)
+        return rows, held
+
+    def _lease_free(self, lease: tuple[str, float] | None, owner: str, now: float) -> bool:
+        return lease is None or lease[0] == owner or lease[1] < now or not self._owner_alive(lease[0])
+
+    def take_leases(self, keys: Iterable[str], owner: str, ttl: float = 60.0
+                    ) -> dict[str, tuple[str, Any]]:
+        """Try to lease ``keys`` for ``owner`` for ``ttl`` seconds, in one transaction.
+
+        Returns, per key, ``("done", row)`` when a response is already stored (no lease is taken),
+        ``("mine", None)`` when ``owner`` now holds the lease (a free, expired or orphaned lease is
+        taken over), or ``("held", other_owner)``.
+        """
+        keys = list(dict.fromkeys(keys))
+        out: dict[str, tuple[str, Any]] = {}
+        if not keys:
+            return out
+        with self._lock:
+            conn = self._leases_conn()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                now = time.time()
+                rows, held = self._lease_rows(conn, keys)
+                grab = []
+                for k in keys:
+                    if k in rows:
+                        out[k] = ("done", rows[k])
+                    elif self._lease_free(held.get(k), owner, now):
+                        grab.append((k, owner, now + ttl))
+                        out[k] = ("mine", None)
+                    else:
+                        out[k] = ("held", held[k][0])
+                conn.executemany("INSERT OR REPLACE INTO leases (key, owner, expires) VALUES (?,?,?)", grab)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return out
+
+    def poll_leases(self, keys: Iterable[str], owner: str) -> dict[str, tuple[str, Any]]:
+        """Read-only: per key ``("done", row)``, ``("free", None)`` (the lease is released, expired or
+        orphaned) or ``("held", other_owner)``."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            return {}
+        with self._lock:
+            rows, held = self._lease_rows(self._leases_conn(), keys)
+        now = time.time()
+        return {k: ("done", rows[k]) if k in rows else ("free", None)
+                if self._lease_free(held.get(k), owner, now) else ("held", held[k][0]) for k in keys}
+
+    def renew_leases(self, owner: str, ttl: float = 60.0) -> int:
+        """Push back the expiry of every lease ``owner`` holds; return how many."""
+        with self._lock:
+            cur = self._leases_conn().execute("UPDATE leases SET expires=? WHERE owner=?", (time.time() + ttl, owner))
+            return cur.rowcount
+
+    def release_leases(self, owner: str, keys: Iterable[str] | None = None) -> None:
+        """Release ``owner``'s leases on ``keys`` (all of them when None)."""
+        with self._lock:
+            conn = self._leases_conn()
+            if keys is None:
+                conn.execute("DELETE FROM leases WHERE owner=?", (owner,))
+                return
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("DELETE FROM leases WHERE key=? AND owner=?", [(k, owner) for k in keys])
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
     # ------------------------------------------------------------------ maintenance
     def stats(self):

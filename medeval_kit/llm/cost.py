@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from medeval_kit.errors import DataFileError
 
@@ -99,8 +99,60 @@ def cost_of(model: str | ModelSpec, prompt_tokens: int, completion_tokens: int, 
     return p.cost(prompt_tokens, completion_tokens, discount=disc)
 
 
+# Constants of the prompt-token bound (see prompt_token_bound).
+BOUND_PER_MESSAGE = 8  # special tokens and separators a chat template puts around one message
+BOUND_FIXED = 128  # template text outside the messages: reply priming, a default system prompt
+BOUND_TOOLS = 512  # the hidden prompt a provider adds around tools / structured output
+
+
+def _utf8_bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def prompt_token_bound(request: Request, count: Callable[[str], int] | None = None) -> int:
+    """A proven upper bound of the prompt tokens a provider can bill for ``request``.
+
+    ``count`` is the provider's own tokenizer (``text -> tokens``) when it is installed; without it
+    each text is counted as its number of UTF-8 bytes, which bounds its tokens:
+
+    * Every tokenizer of the providers we call is a byte-level BPE (GPT-2 style: OpenAI's
+      cl100k/o200k, Llama 3, Qwen, SmolLM2) or a SentencePiece BPE with byte fallback (Llama 2,
+      Mistral). Their base vocabulary covers every byte and every token stands for at least one
+      byte of the text (merges only ever join tokens), so a text of *b* UTF-8 bytes is at most *b*
+      tokens. SentencePiece's dummy-prefix space is at most one token per text, covered below.
+    * The model reads the message texts and role names, each wrapped by the chat template in a
+      fixed number of special tokens and separators (OpenAI documents 3 per message and 3 to prime
+      the reply; ChatML uses 4): at most ``BOUND_PER_MESSAGE`` = 8 per message; Anthropic's joining
+      of system messages adds 2 bytes per join, inside the same constant.
+    * Template text outside the messages (reply priming, a template's default system prompt such
+      as SmolLM2's 68-byte one) is at most ``BOUND_FIXED`` = 128 tokens.
+    * A schema is sent as a tool or a response format: its JSON text (at most its bytes) plus the
+      provider's hidden tool prompt, at most ``BOUND_TOOLS`` = 512 tokens. This constant is the one
+      part taken from documentation, not proven: Anthropic documents 313-346 tokens for its
+      tool-use system prompt; OpenAI does not publish its structured-output overhead.
+    * ``extra`` parameters are counted as their JSON text.
+
+    The bound is tested against llama.cpp's tokenizer (``tests/test_llm_budget_retry.py``). A reply
+    that reports more usage than this bound stops the budget (see ``Budget``).
+    """
+    c = count or _utf8_bytes
+    n = BOUND_FIXED
+    for m in request.messages:
+        n += c(m["content"]) + c(m["role"]) + BOUND_PER_MESSAGE
+    if request.schema is not None:
+        import json
+
+        n += c(json.dumps(request.schema, ensure_ascii=False)) + BOUND_TOOLS
+    if request.extra:
+        import json
+
+        n += c(json.dumps(request.extra, ensure_ascii=False, default=str))
+    return int(n)
+
+
 def estimate_prompt_tokens(request: Request) -> int:
-    """A conservative prompt-token estimate without a tokenizer: 1 token per 3 characters + 4 per message."""
+    """A typical prompt-token estimate without a tokenizer: 1 token per 3 characters + 4 per message.
+    Not a bound (emoji and CJK text have more tokens): the budget uses :func:`prompt_token_bound`."""
     chars = sum(len(m["content"]) for m in request.messages)
     if request.schema is not None:
         import json
@@ -111,8 +163,12 @@ def estimate_prompt_tokens(request: Request) -> int:
 
 @dataclass(frozen=True, slots=True)
 class CostEstimate:
-    """A cost estimate before a run. ``cost_usd`` is an upper bound (every reply uses max_tokens);
-    ``cost_usd_low`` counts prompts only. NaN when a model has no price (see ``note``)."""
+    """A cost estimate before a run. ``cost_usd`` is the typical worst case (prompts at ~3 characters a
+    token, every reply using max_tokens); ``cost_usd_low`` counts prompts only; ``cost_usd_max`` is the
+    proven ceiling the budget reserves (prompts at :func:`prompt_token_bound`, replies at max_tokens).
+    NaN when a model has no price (see ``note``). With a budget (``Client.estimate``), ``budget_usd``
+    and the budget's ``spent_usd`` (confirmed), ``reserved_usd`` (calls in flight) and
+    ``unconfirmed_usd`` (replies generated but lost, at their reserved cost) are filled in."""
 
     n_requests: int
     n_cached: int
@@ -123,6 +179,12 @@ class CostEstimate:
     cost_usd_low: float
     price_as_of: str
     note: str = ""
+    prompt_tokens_max: int = 0
+    cost_usd_max: float = 0.0
+    budget_usd: float | None = None
+    spent_usd: float = 0.0
+    reserved_usd: float = 0.0
+    unconfirmed_usd: float = 0.0
 
     def summary(self) -> str:
         def fmt(x: float) -> str:
@@ -130,7 +192,12 @@ class CostEstimate:
 
         s = (f"{self.n_requests} requests ({self.n_cached} cached, {self.n_to_call} to call): "
              f"~{self.prompt_tokens} prompt tokens, <= {self.max_completion_tokens} completion tokens; "
-             f"cost between {fmt(self.cost_usd_low)} and {fmt(self.cost_usd)} (prices as of {self.price_as_of})")
+             f"cost between {fmt(self.cost_usd_low)} and {fmt(self.cost_usd)} (prices as of {self.price_as_of}); "
+             f"ceiling {fmt(self.cost_usd_max)} (<= {self.prompt_tokens_max} prompt tokens, proven bound)")
+        if self.budget_usd is not None:
+            left = self.budget_usd - self.spent_usd - self.reserved_usd - self.unconfirmed_usd
+            s += (f"; budget ${self.budget_usd:.4f}: spent ${self.spent_usd:.4f}, reserved ${self.reserved_usd:.4f}, "
+                  f"unconfirmed ${self.unconfirmed_usd:.4f}, left ${max(0.0, left):.4f}")
         return s + (f"; {self.note}" if self.note else "")
 
     def to_frame(self):
@@ -145,7 +212,8 @@ class CostEstimate:
 
 
 def estimate_cost(requests: list[Request], *, model: str | None = None, cache: Any = None,
-                  batch: bool = False, prices_path: str | None = None) -> CostEstimate:
+                  batch: bool = False, prices_path: str | None = None, keys: list[str] | None = None,
+                  bound: Callable[[Request, ModelSpec], int] | None = None) -> CostEstimate:
     """Estimate what running ``requests`` would cost.
 
     Args:
@@ -153,7 +221,10 @@ def estimate_cost(requests: list[Request], *, model: str | None = None, cache: A
         model: default model string.
         cache: a :class:`~medeval_kit.llm.Cache`; cached requests cost nothing and are excluded.
         batch: price at the providers' batch discount.
+        keys: the requests' cache keys when a client's options shape them (``Client.estimate``).
+        bound: ``(request, spec) -> prompt-token bound`` (default :func:`prompt_token_bound`).
     """
+    given_keys = keys
     specs, keys = [], []
     for r in requests:
         m = r.model or model
@@ -165,12 +236,15 @@ def estimate_cost(requests: list[Request], *, model: str | None = None, cache: A
         if spec.replay:
             spec = ModelSpec(spec.provider, spec.name, spec.base_url, False)
         specs.append(spec)
-        keys.append(r.key(spec))
+        if given_keys is None:
+            keys.append(r.key(spec))
+    if given_keys is not None:
+        keys = list(given_keys)
     cached: set[str] = set()
     if cache is not None and getattr(cache, "reads", True):
         cached = set(cache.get_many(keys))
-    hi = lo = 0.0
-    ptok = ctok = n_cached = 0
+    hi = lo = top = 0.0
+    ptok = ctok = n_cached = pmax = 0
     dates, unknown = set(), set()
     seen: set[str] = set()
     for r, spec, k in zip(requests, specs, keys):
@@ -179,7 +253,8 @@ def estimate_cost(requests: list[Request], *, model: str | None = None, cache: A
             continue
         seen.add(k)
         p_t, c_t = estimate_prompt_tokens(r), int(r.max_tokens)
-        ptok, ctok = ptok + p_t, ctok + c_t
+        p_max = bound(r, spec) if bound is not None else prompt_token_bound(r)
+        ptok, ctok, pmax = ptok + p_t, ctok + c_t, pmax + p_max
         price = price_for(spec, prices_path=prices_path)
         if price is None:
             unknown.add(spec.id)
@@ -188,9 +263,10 @@ def estimate_cost(requests: list[Request], *, model: str | None = None, cache: A
         disc = batch_discount(spec.provider, prices_path=prices_path) if batch else 1.0
         hi += price.cost(p_t, c_t, discount=disc)
         lo += price.cost(p_t, 0, discount=disc)
+        top += price.cost(p_max, c_t, discount=disc)
     note = ""
     if unknown:
-        hi = lo = math.nan
+        hi = lo = top = math.nan
         note = f"no price for {', '.join(sorted(unknown))}: add it to data/prices.yaml"
     return CostEstimate(len(requests), n_cached, len(seen), ptok, ctok, hi, lo,
-                        ", ".join(sorted(dates)) or "n/a", note)
+                        ", ".join(sorted(dates)) or "n/a", note, prompt_tokens_max=pmax, cost_usd_max=top)

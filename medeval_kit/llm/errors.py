@@ -44,9 +44,13 @@ class ProviderError(LLMError):
     """A provider returned something unusable (malformed body, no choices).
 
     ``retryable`` says whether trying again may help; ``retry_after`` is seconds or None.
+    ``status`` is the HTTP status of an error reply; ``broken_body`` marks a 200 whose body could not
+    be read (not JSON, not UTF-8, no choices): the reply was generated (and billed) but is unusable,
+    and the executor retries it at most twice.
     """
 
     def __init__(self, message: str, *, retryable: bool = True, retry_after: float | None = None,
-                 status: int | None = None) -> None:
+                 status: int | None = None, broken_body: bool = False) -> None:
         self.retryable, self.retry_after, self.status = retryable, retry_after, status
+        self.broken_body = broken_body
         super().__init__(message)

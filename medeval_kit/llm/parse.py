@@ -12,36 +12,89 @@ from .types import canonical_json
 _DECODER = json.JSONDecoder(strict=False)
 
 
-def extract_json(text: str) -> Any:
-    """Decode the JSON value in ``text``.
+def _fence_parts(s: str) -> list[tuple[bool, str]]:
+    """Split ``s`` at Markdown code fences: ``(inside_fence, text)`` pieces, the language tag of a
+    fence (```json) removed. An unterminated fence runs to the end."""
+    if "```" not in s:
+        return [(False, s)]
+    out = []
+    for i, part in enumerate(s.split("```")):
+        if i % 2 == 1:
+            first, nl, rest = part.partition("\n")
+            if nl and first.strip() and not first.lstrip().startswith(("{", "[")):
+                part = rest  # ```json\n...
+            out.append((True, part))
+        else:
+            out.append((False, part))
+    return out
 
-    Accepts a bare JSON document, one wrapped in a Markdown code fence, or the first JSON object
-    or array in surrounding prose. Raises ``ValueError`` when there is none. Nothing is invented:
-    the returned value is exactly a JSON value present in the text. Raw control characters
-    (newlines, tabs) inside strings are accepted (``strict=False``): llama.cpp's JSON grammar lets
-    them through, and they carry no ambiguity.
+
+def _scan(s: str) -> list[Any]:
+    """Every top-level JSON object or array in ``s``, left to right (a value inside another is not
+    counted again; text that only looks like JSON is skipped)."""
+    out, i, n = [], 0, len(s)
+    while i < n:
+        j = min((k for k in (s.find("{", i), s.find("[", i)) if k >= 0), default=-1)
+        if j < 0:
+            break
+        try:
+            value, end = _DECODER.raw_decode(s, j)
+        except ValueError:
+            i = j + 1
+            continue
+        out.append(value)
+        i = end
+    return out
+
+
+def json_candidates(text: str) -> list[Any]:
+    """Every JSON value a reply offers, in order.
+
+    A reply that is one JSON document gives exactly that value. Otherwise: each fenced block that is
+    a JSON document, and every JSON object or array found in fenced blocks that are not, and in
+    the prose around them. Raw control characters inside strings are accepted (``strict=False``):
+    llama.cpp's JSON grammar lets them through, and they carry no ambiguity.
     """
     s = text.strip()
     try:
-        return json.loads(s, strict=False)
+        return [json.loads(s, strict=False)]
     except ValueError:
         pass
-    if "```" in s:  # ```json ... ```
-        parts = s.split("```")
-        for block in parts[1::2]:
-            body = block.split("\n", 1)[1] if "\n" in block and not block.lstrip().startswith(("{", "[")) else block
+    out: list[Any] = []
+    for fenced, part in _fence_parts(s):
+        if fenced:
             try:
-                return json.loads(body.strip(), strict=False)
-            except ValueError:
+                out.append(json.loads(part.strip(), strict=False))
                 continue
-    starts = [i for i in (s.find("{"), s.find("[")) if i >= 0]
-    for start in sorted(starts):
-        try:
-            value, _ = _DECODER.raw_decode(s, start)
-            return value
-        except ValueError:
-            continue
-    raise ValueError("no JSON value found in the reply")
+            except ValueError:
+                pass
+        out.extend(_scan(part))
+    return out
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON value in ``text`` (see :func:`json_candidates`); ``ValueError`` when there is none.
+
+    Nothing is invented: the value is exactly a JSON value present in the text. :func:`parse_reply`
+    with a schema does not take the first value blindly: it needs the values that validate to agree.
+    """
+    values = json_candidates(text)
+    if not values:
+        raise ValueError("no JSON value found in the reply")
+    return values[0]
+
+
+def _canon(value: Any) -> str:
+    """Canonical JSON text of a decoded value (NaN and Infinity, which Python's decoder accepts, too)."""
+    try:
+        return canonical_json(value)
+    except ValueError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _brief(value: Any, n: int = 60) -> str:
+    s = _canon(value)
+    return s if len(s) <= n else s[: n - 1] + "…"
 
 
 @lru_cache(maxsize=256)
@@ -63,25 +116,51 @@ def validate(value: Any, schema: dict[str, Any]) -> str | None:
     return f"schema violation at {where}: {err.message}"
 
 
-def parse_reply(text: str | None, schema: dict[str, Any] | None) -> tuple[Any, str, str | None]:
-    """Parse ``text`` against ``schema``; return ``(parsed, parse_status, parse_error)``.
+def empty_reason(finish_reason: str | None = None) -> str:
+    """The ``parse_error`` of a reply with no content."""
+    return f"empty reply (finish_reason={finish_reason})" if finish_reason else "empty reply"
 
-    Never raises: a reply that is not JSON or not valid for the schema gives
-    ``(None, "failed", reason)``; no text gives ``(None, "missing", None)``; no schema gives
-    ``(None, "ok", None)``.
+
+def parse_reply(text: str | None, schema: dict[str, Any] | None, *, finish_reason: str | None = None
+                ) -> tuple[Any, str, str | None]:
+    """Parse ``text`` against ``schema``; return ``(parsed, parse_status, parse_error)``. Never raises.
+
+    * ``text is None``: no reply at all (the call failed): ``(None, "missing", None)``.
+    * empty or white-space text (OpenAI ``content: null``, an empty Anthropic message):
+      ``(None, "failed", "empty reply (finish_reason=...)")``, with or without a schema.
+    * no schema: ``(None, "ok", None)``.
+    * with a schema, the reply is ``ok`` only when exactly one of its JSON values (see
+      :func:`json_candidates`) validates, or all that validate are equal after canonicalisation
+      (key order, white space). Two or more different valid values are
+      ``"ambiguous: N candidate verdicts: v1 | v2 ..."``: a model that echoes the option list
+      (``{"verdict": "A"} or {"verdict": "B"}``) or shows an example before its answer is never read
+      as choosing the first one. No valid value: ``"not JSON: ..."`` or the first value's schema
+      violation.
     """
     if text is None:
         return None, "missing", None
+    if not text.strip():
+        return None, "failed", empty_reason(finish_reason)
     if schema is None:
         return None, "ok", None
-    try:
-        value = extract_json(text)
-    except ValueError as exc:
-        return None, "failed", f"not JSON: {exc}"
-    problem = validate(value, schema)
-    if problem is not None:
-        return None, "failed", problem
-    return value, "ok", None
+    values = json_candidates(text)
+    if not values:
+        return None, "failed", "not JSON: no JSON value found in the reply"
+    valid: dict[str, Any] = {}
+    first_problem = None
+    for v in values:
+        problem = validate(v, schema)
+        if problem is None:
+            valid.setdefault(_canon(v), v)
+        elif first_problem is None:
+            first_problem = problem
+    if len(valid) == 1:
+        return next(iter(valid.values())), "ok", None
+    if not valid:
+        return None, "failed", first_problem
+    shown = " | ".join(_brief(v) for v in list(valid.values())[:4])
+    more = f" | ... ({len(valid) - 4} more)" if len(valid) > 4 else ""
+    return None, "failed", f"ambiguous: {len(valid)} candidate verdicts: {shown}{more}"
 
 
 def reparse(cache, parser: Callable[[str], Any] | None = None, *, schema: dict[str, Any] | None = None,
@@ -91,7 +170,9 @@ def reparse(cache, parser: Callable[[str], Any] | None = None, *, schema: dict[s
     Args:
         cache: a :class:`~medeval_kit.llm.Cache` (or a path to the SQLite file).
         parser: ``parser(text) -> value``; raising any exception marks the row ``"failed"``.
-            When ``None``, the JSON parser is used with ``schema`` (or each request's own schema).
+            When ``None``, :func:`parse_reply` is used with ``schema`` (or each request's own schema),
+            under the same rules as a live run (ambiguous replies fail). An empty stored reply is
+            ``failed`` with ``"empty reply (finish_reason=...)"`` and never reaches ``parser``.
         schema: validate the parser's output against this schema.
         model: only entries of this ``provider/name``.
         keys: only these cache keys.
@@ -108,10 +189,10 @@ def reparse(cache, parser: Callable[[str], Any] | None = None, *, schema: dict[s
     rows = []
     for e in cache.iter_entries(model=model, keys=keys):
         req = json.loads(e["request_json"]) if e["request_json"] else {}
-        text = e["text"]
+        text = e["text"] if e["text"] is not None else ""  # a stored row is a reply, maybe an empty one
         use_schema = schema if schema is not None else (req.get("schema") if parser is None else None)
-        if parser is None:
-            parsed, status, perr = parse_reply(text, use_schema)
+        if parser is None or not text.strip():
+            parsed, status, perr = parse_reply(text, use_schema, finish_reason=e.get("finish_reason"))
         else:
             try:
                 parsed, status, perr = parser(text), "ok", None

@@ -11,12 +11,14 @@ import asyncio
 import importlib.util
 import json
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 from .errors import CacheMissError, MissingDependencyError, MissingKeyError, ProviderError, UnknownModelError
+from .secrets import check_key, redact, register_key_env, scrubbed
 from .types import ModelSpec, Request
 
 TOOL_NAME = "respond"
@@ -59,6 +61,33 @@ class Provider:
     async def acomplete(self, request: Request) -> Completion:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def token_counter(self):
+        """``text -> number of tokens`` with the provider's own tokenizer when it is installed, else
+        None (the budget then uses the byte bound of :func:`~medeval_kit.llm.cost.prompt_token_bound`)."""
+        return None
+
+    def prompt_token_bound(self, request: Request) -> int:
+        """A proven upper bound of the prompt tokens this provider can bill for ``request``."""
+        from .cost import prompt_token_bound
+
+        return prompt_token_bound(request, count=self.token_counter())
+
+
+def key_options(spec: ModelSpec, options: dict[str, Any], request: Request) -> dict[str, Any]:
+    """The provider options that change ``request`` on the wire, for its cache key.
+
+    Only non-default values are returned, so the key of a request whose wire form is the default one
+    is the key it always had. Today: ``schema_format="json_object"`` for OpenAI-compatible servers
+    (``response_format`` then is ``{"type": "json_object", "schema": ...}``). Options that do not
+    change what is sent (timeouts, transport, pools, key variable, base URLs, llama.cpp threads and
+    context size) are not in the key.
+    """
+    if spec.provider == "openai" and request.schema is not None:
+        fmt = options.get("schema_format") or "json_schema"
+        if fmt != "json_schema":
+            return {"schema_format": fmt}
+    return {}
+
 
 # --------------------------------------------------------------------------- error classification
 def _retry_after_from_headers(headers: Any) -> float | None:
@@ -81,30 +110,105 @@ def _retry_after_from_headers(headers: Any) -> float | None:
         return None
 
 
-def classify(exc: BaseException) -> tuple[bool, float | None, str]:
-    """Return ``(retryable, retry_after_s, short_description)`` for an exception from a call."""
-    if isinstance(exc, ProviderError):
-        return exc.retryable, exc.retry_after, str(exc)
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return True, None, "timeout"
-    if isinstance(exc, (MissingKeyError, MissingDependencyError, CacheMissError, UnknownModelError)):
-        return False, None, str(exc)
-    status = getattr(exc, "status_code", None)
+# A request the server calls invalid fails the same way every time, even when a server (llama.cpp's
+# Python server, pydantic validation) answers it with a 500 instead of a 4xx.
+_INVALID_REQUEST = re.compile(
+    r"input should be|validation error|literal_error|invalid[_ ]request|unprocessable|"
+    r"invalid (value|parameter|argument|type|schema|json|format|field|response_format)|"
+    r"unrecognized request argument|extra inputs are not permitted|field required|is not supported|"
+    r"unsupported (value|parameter|format|type|response_format)|must be one of|"
+    r"maximum context length|exceeds the available context|context (length|window) exceeded",
+    re.IGNORECASE)
+# Requests refused for what they are (bad request, auth, no such model/route, unprocessable): never retried.
+NOT_RETRIED_STATUS = frozenset({400, 401, 403, 404, 405, 413, 422})
+# Failures of the request itself before or while it is written: the server never saw it whole, so it
+# generated (and billed) nothing. Header/encoding errors among them will recur: never retried.
+_NOT_SENT = frozenset({"ConnectError", "ConnectTimeout", "PoolTimeout", "WriteError", "WriteTimeout",
+                       "LocalProtocolError", "UnsupportedProtocol", "InvalidURL", "ProxyError",
+                       "ConnectionRefusedError", "gaierror", "UnicodeEncodeError", "MissingKeyError",
+                       "MissingDependencyError", "CacheMissError", "UnknownModelError"})
+_WILL_RECUR = frozenset({"LocalProtocolError", "UnsupportedProtocol", "InvalidURL", "UnicodeEncodeError"})
+
+
+def status_retryable(status: int, message: str = "") -> bool:
+    """Whether an HTTP error status is worth retrying: 408/409/425/429 and 5xx, except a 5xx whose
+    body says the request is invalid; 400/401/403/404/422 (and other 4xx) never."""
+    if status in NOT_RETRIED_STATUS:
+        return False
+    if status >= 500:
+        return not _INVALID_REQUEST.search(message or "")
+    return status in (408, 409, 425, 429)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """How the executor treats a failed attempt.
+
+    ``billed``: the reply may have been generated (and billed) although it never arrived whole:
+    a timeout after the request was sent, a connection reset mid-body, a 200 whose body is
+    unreadable. The budget counts such attempts at their reserved cost (``unconfirmed_usd``).
+    ``broken_body``: a 200 whose body is unusable; retried at most twice.
+    """
+
+    retryable: bool
+    retry_after: float | None
+    what: str
+    billed: bool = False
+    broken_body: bool = False
+
+
+def _chain_names(exc: BaseException) -> set[str]:
+    names: set[str] = set()
+    seen: set[int] = set()
+    stack: list[BaseException | None] = [exc]
+    while stack:
+        e = stack.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        names.add(type(e).__name__)
+        stack += [e.__cause__, e.__context__]
+    return names
+
+
+def failure(exc: BaseException) -> Failure:
+    """Classify an exception from a call (see :class:`Failure`). When in doubt, an attempt counts as
+    possibly billed: the budget must over-count rather than under-count."""
     name = type(exc).__name__
+    if isinstance(exc, ProviderError):
+        if exc.status is not None:  # the server answered with an error status: nothing generated
+            return Failure(exc.retryable, exc.retry_after, str(exc))
+        return Failure(exc.retryable, exc.retry_after, str(exc), billed=True,
+                       broken_body=getattr(exc, "broken_body", False))
+    names = _chain_names(exc)
+    not_sent = bool(names & _NOT_SENT)
+    if names & _WILL_RECUR:  # an invalid header value, a key that is not ASCII, a bad URL
+        return Failure(False, None, f"{name}: {exc}"[:500])
+    if isinstance(exc, (MissingKeyError, MissingDependencyError, CacheMissError, UnknownModelError)):
+        return Failure(False, None, str(exc))
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
+        return Failure(True, None, "timeout", billed=not not_sent)
+    status = getattr(exc, "status_code", None)
     if status is not None:
         response = getattr(exc, "response", None)
         retry_after = _retry_after_from_headers(getattr(response, "headers", None))
-        retryable = status in (408, 409, 425, 429) or status >= 500
         msg = getattr(exc, "message", None) or str(exc)
-        return retryable, retry_after, f"HTTP {status} {name}: {msg}"[:500]
+        return Failure(status_retryable(status, msg), retry_after, f"HTTP {status} {name}: {msg}"[:500])
     # APIConnectionError, APITimeoutError, APIResponseValidationError, JSON decode errors,
     # truncated bodies (RemoteProtocolError): transient. Programming errors are not.
     if isinstance(exc, (TypeError, AttributeError, KeyError, NameError, NotImplementedError, ImportError)):
-        return False, None, f"{name}: {exc}"[:500]
+        return Failure(False, None, f"{name}: {exc}"[:500], billed=not not_sent)
     transient = ("Connect", "Timeout", "Validation", "Protocol", "Decode", "Read", "Write", "Network", "Stream")
     if isinstance(exc, (ValueError, ConnectionError, OSError)) or any(t in name for t in transient):
-        return True, None, f"{name}: {exc}"[:500]
-    return False, None, f"{name}: {exc}"[:500]
+        broken = (isinstance(exc, ValueError) or "Decode" in name or "Validation" in name) and not not_sent
+        return Failure(True, None, f"{name}: {exc}"[:500], billed=not not_sent, broken_body=broken)
+    return Failure(False, None, f"{name}: {exc}"[:500], billed=not not_sent)
+
+
+def classify(exc: BaseException) -> tuple[bool, float | None, str]:
+    """Return ``(retryable, retry_after_s, short_description)`` for an exception from a call."""
+    f = failure(exc)
+    return f.retryable, f.retry_after, f.what
 
 
 _SIGS: dict[Any, frozenset[str]] = {}
@@ -132,11 +236,11 @@ async def _json_body(raw: Any) -> dict[str, Any]:
     if content is None:  # anthropic's AsyncAPIResponse reads lazily
         content = await raw.read()
     try:
-        data = json.loads(content)
+        data = json.loads(content)  # bytes: invalid UTF-8 raises UnicodeDecodeError, a ValueError
     except ValueError as exc:
-        raise ProviderError(f"malformed JSON body from provider: {exc}") from exc
+        raise ProviderError(f"malformed JSON body from provider: {exc}", broken_body=True) from exc
     if not isinstance(data, dict):
-        raise ProviderError(f"malformed body from provider: {str(data)[:200]!r}")
+        raise ProviderError(f"malformed body from provider: {str(data)[:200]!r}", broken_body=True)
     return data
 
 
@@ -170,18 +274,19 @@ class HTTPProvider(Provider):
         raise NotImplementedError
 
     async def open(self) -> None:
-        if self.transport == "sdk":
-            self.client = self.make_client()
-            return
-        import httpx2
+        with scrubbed():  # the key is checked here, before any request; no error quotes it
+            if self.transport == "sdk":
+                self.client = self.make_client()
+                return
+            import httpx2
 
-        # several small pools: httpcore scans every pooled connection on each request, so one
-        # pool of 64 connections costs more CPU per call than 4 pools of 16
-        self.http = [httpx2.AsyncClient(
-            base_url=self.base_url().rstrip("/"), headers=self.headers(), timeout=self.timeout,
-            limits=httpx2.Limits(max_connections=1024, max_keepalive_connections=1024))
-            for _ in range(self.n_pools)]
-        self._next = 0
+            # several small pools: httpcore scans every pooled connection on each request, so one
+            # pool of 64 connections costs more CPU per call than 4 pools of 16
+            self.http = [httpx2.AsyncClient(
+                base_url=self.base_url().rstrip("/"), headers=self.headers(), timeout=self.timeout,
+                limits=httpx2.Limits(max_connections=1024, max_keepalive_connections=1024))
+                for _ in range(self.n_pools)]
+            self._next = 0
 
     async def aclose(self) -> None:
         if self.http is not None:
@@ -199,8 +304,8 @@ class HTTPProvider(Provider):
         resp = await self.http[self._next].post(self.path, json=body)
         status = resp.status_code
         if status >= 400:
-            raise ProviderError(f"HTTP {status}: {_error_text(resp)}",
-                                retryable=status in (408, 409, 425, 429) or status >= 500,
+            raise ProviderError(redact(f"HTTP {status}: {_error_text(resp)}"),  # servers may echo the key
+                                retryable=status_retryable(status, _error_text(resp)),
                                 retry_after=_retry_after_from_headers(resp.headers), status=status)
         return await _json_body(resp)
 
@@ -221,6 +326,7 @@ class OpenAIProvider(HTTPProvider):
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         super().__init__(spec, **options)
         self.api_key_env = options.get("api_key_env") or "OPENAI_API_KEY"
+        register_key_env(self.api_key_env)  # its value is redacted from every error and log
         self.timeout = float(options.get("timeout") or 60.0)
         self.schema_format = options.get("schema_format") or "json_schema"
         self.client = None
@@ -228,13 +334,29 @@ class OpenAIProvider(HTTPProvider):
     def _api_key(self) -> str:
         key = os.environ.get(self.api_key_env)
         if key:
-            return key
+            return check_key(key, self.api_key_env)  # a CR/LF or control character: refused, unsent
         if self.spec.base_url:  # self-hosted servers usually need no key
             return "EMPTY"
         raise MissingKeyError(
             f"no API key for {self.spec}: set the environment variable {self.api_key_env} "
             f"(keys are read from the environment only), or use 'replay/{self.spec.id}' to answer from the cache"
         )
+
+    def token_counter(self):
+        """tiktoken's count for OpenAI's own models when tiktoken is installed (it is not a
+        dependency); never for a self-hosted server, whose tokenizer is unknown."""
+        if self.spec.base_url:
+            return None
+        if not hasattr(self, "_counter"):
+            self._counter = None
+            try:
+                import tiktoken
+
+                enc = tiktoken.encoding_for_model(self.spec.name)
+                self._counter = lambda text: len(enc.encode(text, disallowed_special=()))
+            except Exception:  # not installed, or a model tiktoken does not know
+                self._counter = None
+        return self._counter
 
     def make_client(self, sync: bool = False):
         try:
@@ -284,7 +406,8 @@ class OpenAIProvider(HTTPProvider):
     def completion_from_dict(raw: dict[str, Any]) -> Completion:
         choices = raw.get("choices") or []
         if not choices or not isinstance(choices[0], dict):
-            raise ProviderError(f"malformed chat completion (no choices): {json.dumps(raw)[:200]}")
+            raise ProviderError(f"malformed chat completion (no choices): {json.dumps(raw)[:200]}",
+                                broken_body=True)
         msg = choices[0].get("message") or {}
         usage = raw.get("usage") or {}
         return Completion(
@@ -322,6 +445,7 @@ class AnthropicProvider(HTTPProvider):
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         super().__init__(spec, **options)
         self.api_key_env = options.get("api_key_env") or "ANTHROPIC_API_KEY"
+        register_key_env(self.api_key_env)  # its value is redacted from every error and log
         self.timeout = float(options.get("timeout") or 60.0)
         self.base_url_option = options.get("base_url")
         self.client = None
@@ -333,7 +457,7 @@ class AnthropicProvider(HTTPProvider):
                 f"no API key for {self.spec}: set the environment variable {self.api_key_env} "
                 f"(keys are read from the environment only), or use 'replay/{self.spec.id}' to answer from the cache"
             )
-        return key
+        return check_key(key, self.api_key_env)  # a CR/LF or control character: refused, unsent
 
     def base_url(self) -> str:
         return self.base_url_option or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com"
@@ -374,7 +498,8 @@ class AnthropicProvider(HTTPProvider):
     def completion_from_dict(raw: dict[str, Any], structured: bool) -> Completion:
         content = raw.get("content")
         if not isinstance(content, list):
-            raise ProviderError(f"malformed Anthropic message (no content): {json.dumps(raw)[:200]}")
+            raise ProviderError(f"malformed Anthropic message (no content): {json.dumps(raw)[:200]}",
+                                broken_body=True)
         text = None
         if structured:
             for block in content:

@@ -1,8 +1,9 @@
 """Request, Response, RunStats and model-string parsing.
 
 The cache key of a request is a SHA-256 over its canonical JSON form: provider, model, messages,
-sampling parameters, schema, seed and repeat index. ``metadata`` (item ids and the like) and
-the base URL of an OpenAI-compatible server are *not* part of the key.
+sampling parameters, schema, seed and repeat index, plus any non-default provider option that changes
+the request on the wire (``schema_format``; see ``providers.key_options``). ``metadata`` (item ids and
+the like) and the base URL of an OpenAI-compatible server are *not* part of the key.
 """
 
 from __future__ import annotations
@@ -129,10 +130,15 @@ class Request:
         """The seed sent to the provider: derived from (seed, repeat) so repeats differ."""
         return (int(self.seed) + 1_000_003 * int(self.repeat)) % (2**31 - 1)
 
-    def canonical(self, spec: ModelSpec | None = None) -> dict[str, Any]:
-        """The canonical dict that is hashed into the cache key."""
+    def canonical(self, spec: ModelSpec | None = None, wire: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The canonical dict that is hashed into the cache key.
+
+        ``wire``: non-default provider options that change the request on the wire (e.g.
+        ``{"schema_format": "json_object"}``); added under ``"wire"`` only when not empty, so the keys
+        of requests sent in the default form are unchanged.
+        """
         spec = spec or parse_model(self.model or "")
-        return {
+        canon = {
             "v": KEY_VERSION,
             "provider": spec.provider,
             "model": spec.name,
@@ -146,11 +152,14 @@ class Request:
             "repeat": int(self.repeat),
             "extra": self.extra or {},
         }
+        if wire:
+            canon["wire"] = dict(wire)
+        return canon
 
-    def key(self, model: str | ModelSpec | None = None) -> str:
-        """Content-addressed cache key (hex SHA-256)."""
+    def key(self, model: str | ModelSpec | None = None, wire: dict[str, Any] | None = None) -> str:
+        """Content-addressed cache key (hex SHA-256); ``wire`` as in :meth:`canonical`."""
         spec = model if isinstance(model, ModelSpec) else parse_model(model or self.model or "")
-        return canonical_key(self.canonical(spec))
+        return canonical_key(self.canonical(spec, wire))
 
     def preview(self, n: int = 60) -> str:
         """A one-line preview of the last message (for error lists)."""
@@ -171,9 +180,11 @@ def canonical_key(canon: dict[str, Any]) -> str:
 class Response:
     """The outcome of one Request (from a provider or the cache).
 
-    ``parse_status`` is ``"ok"`` (text present and, if a schema was given, parsed and valid),
-    ``"failed"`` (schema given, reply not valid JSON for it; ``text`` is kept) or ``"missing"``
-    (no text: the call failed, see ``error``).
+    ``parse_status`` is ``"ok"`` (text present and, if a schema was given, exactly one valid JSON
+    value in it, or several equal ones), ``"failed"`` (see ``parse_error``: not valid for the schema,
+    ambiguous, or an empty reply, whose ``text`` is ``""``; ``text`` is kept) or ``"missing"``
+    (no text: the call failed, see ``error``). ``cache_error`` is set when the reply was received
+    (and paid for) but could not be written to the cache: it is returned all the same.
     """
 
     text: str | None
@@ -193,6 +204,7 @@ class Response:
     response_id: str | None = None
     attempts: int = 0
     created_utc: str | None = None
+    cache_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -225,7 +237,17 @@ def to_frame(responses: list[Response]):
 # --------------------------------------------------------------------------- RunStats
 @dataclass(frozen=True, slots=True)
 class RunStats:
-    """What one ``Client.run`` did."""
+    """What one ``Client.run`` did.
+
+    ``cost_usd`` is what the run's delivered replies cost (their reported usage). ``unconfirmed_usd``
+    is the reserved (upper-bound) cost of the ``n_unconfirmed`` attempts whose reply may have been
+    generated, and billed, but never arrived (a timeout after sending, a reset mid-body, a broken
+    body). With a budget, ``budget_usd`` is its cap and ``budget_spent_usd``, ``reserved_usd`` (calls
+    in flight, of other clients sharing it) and ``budget_unconfirmed_usd`` its state after the run,
+    over the budget's whole lifetime; ``budget_note`` says why it stopped sending, if it did.
+    ``n_not_stored`` replies could not be written to the cache (see ``Response.cache_error``);
+    ``n_from_peers`` were answered by another process that held the lease on the same request.
+    """
 
     n: int
     n_cached: int
@@ -240,17 +262,39 @@ class RunStats:
     n_skipped_budget: int = 0
     n_duplicates: int = 0
     model: str = ""
+    unconfirmed_usd: float = 0.0
+    n_unconfirmed: int = 0
+    budget_usd: float | None = None
+    budget_spent_usd: float = 0.0
+    budget_unconfirmed_usd: float = 0.0
+    reserved_usd: float = 0.0
+    budget_note: str | None = None
+    n_not_stored: int = 0
+    n_from_peers: int = 0
 
     def summary(self) -> str:
         cost = "unknown (no price)" if math.isnan(self.cost_usd) else f"${self.cost_usd:.4f}"
         s = (
             f"{self.model}: {self.n} requests, {self.n_cached} from cache, {self.n_called} called "
             f"({self.n_retries} retries), {self.n_failed} failed, {self.n_parse_failed} parse failures; "
-            f"tokens {self.prompt_tokens} in / {self.completion_tokens} out; cost {cost}; "
-            f"{self.wall_s:.2f} s"
+            f"tokens {self.prompt_tokens} in / {self.completion_tokens} out; cost {cost}"
         )
+        if self.n_unconfirmed:
+            unconf = "unknown (no price)" if math.isnan(self.unconfirmed_usd) else f"${self.unconfirmed_usd:.4f}"
+            s += (f" + unconfirmed {unconf} ({self.n_unconfirmed} replies lost after sending, counted at "
+                  "their reserved ceiling)")
+        s += f"; {self.wall_s:.2f} s"
+        if self.n_from_peers:
+            s += f"; {self.n_from_peers} answered by another process sharing the cache"
+        if self.n_not_stored:
+            s += f"; {self.n_not_stored} replies not stored in the cache (see Response.cache_error)"
+        if self.budget_usd is not None:
+            s += (f"; budget ${self.budget_usd:.4f}: spent ${self.budget_spent_usd:.4f}, reserved "
+                  f"${self.reserved_usd:.4f}, unconfirmed ${self.budget_unconfirmed_usd:.4f}")
         if self.n_skipped_budget:
             s += f"; {self.n_skipped_budget} skipped by the budget cap"
+        if self.budget_note:
+            s += f" ({self.budget_note})"
         return s
 
     def to_frame(self):

@@ -1,0 +1,187 @@
+"""Readers for the files other evaluation tools write; ``medeval import``.
+
+Each reader turns one file into medeval_kit's tidy tables (:mod:`medeval_kit.schemas`), validated,
+and returns a :class:`ReadResult` with ``.judgments``, ``.annotations``, ``.items``, ``.responses``
+(``None`` when the file has no such data) and ``summary()`` (records read, rows produced, rows
+dropped with their reasons). Errors name the file, the record or line, and the field.
+
+==================  ===========================================  =========================================
+format name         file                                         reader
+==================  ===========================================  =========================================
+``inspect``         Inspect AI log, ``.eval`` or ``.json``       :func:`read_inspect`
+``alpaca_eval``     AlpacaEval ``annotations.json``              :func:`read_alpaca_eval`
+``mtbench``         FastChat ``model_judgment/*_pair.jsonl`` or   :func:`read_mtbench`
+                    ``*_single.jsonl``
+``mtbench_human``   MT-bench human judgments (JSON / JSONL)      :func:`read_mtbench_human`
+``healthbench``     HealthBench meta-evaluation JSONL            :func:`read_healthbench_meta`
+``promptfoo``       ``promptfoo eval -o results.json``           :func:`read_promptfoo`
+==================  ===========================================  =========================================
+
+>>> from medeval_kit.readers import read_format
+>>> res = read_format("mtbench", "tests/fixtures/formats/mtbench/gpt-4_pair.jsonl")  # doctest: +SKIP
+>>> bias.position_bias(res.judgments)                                              # doctest: +SKIP
+>>> judgments = read_format("mtbench", path, table="judgments")                     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from medeval_kit.readers._common import TABLES, ReaderError, ReadResult
+from medeval_kit.readers.alpaca_eval import read_alpaca_eval
+from medeval_kit.readers.healthbench import read_healthbench_meta
+from medeval_kit.readers.inspect_log import read_inspect
+from medeval_kit.readers.mtbench import read_mtbench, read_mtbench_human
+from medeval_kit.readers.promptfoo import read_promptfoo
+
+__all__ = [
+    "FORMATS",
+    "ReadResult",
+    "ReaderError",
+    "read_alpaca_eval",
+    "read_format",
+    "read_healthbench_meta",
+    "read_inspect",
+    "read_mtbench",
+    "read_mtbench_human",
+    "read_promptfoo",
+    "read_tidy",
+    "register_cli",
+]
+
+FORMATS: dict[str, Callable[..., ReadResult]] = {
+    "inspect": read_inspect,
+    "alpaca_eval": read_alpaca_eval,
+    "mtbench": read_mtbench,
+    "mtbench_human": read_mtbench_human,
+    "healthbench": read_healthbench_meta,
+    "promptfoo": read_promptfoo,
+}
+"""Format name -> reader. The names are those of ``medeval import FORMAT``."""
+
+DESCRIPTIONS = {
+    "inspect": "Inspect AI log (.eval or .json): model-graded scores per sample and epoch",
+    "alpaca_eval": "AlpacaEval annotations.json: pairwise preferences with output lengths",
+    "mtbench": "FastChat MT-bench model_judgment *_pair.jsonl (both orders) or *_single.jsonl",
+    "mtbench_human": "MT-bench human judgments (mt_bench_human_judgments, JSON or JSONL)",
+    "healthbench": "HealthBench meta-evaluation JSONL: physician and grader labels per rubric criterion",
+    "promptfoo": "promptfoo results.json: llm-rubric and select-best gradings",
+}
+
+
+def read_format(fmt: str, path: str | Path, *, table: str | None = None, **options) -> ReadResult | pd.DataFrame:
+    """Read ``path`` written by tool ``fmt`` (see :data:`FORMATS`).
+
+    Returns the :class:`ReadResult`, or with ``table=`` the named table as a DataFrame (``"primary"``
+    = the table an analysis of this format needs: judgments, or annotations for ``mtbench_human``
+    and ``healthbench``); a table the file cannot give raises :class:`ReaderError` naming those it can.
+    ``options`` go to the reader (e.g. ``grader=`` for ``healthbench``).
+    """
+    squash = {k.replace("_", ""): k for k in FORMATS}  # "MT-bench", "mt_bench", "AlpacaEval" all match
+    key = squash.get(str(fmt).strip().lower().replace("-", "").replace("_", ""))
+    if key is None:
+        raise ReaderError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    res = FORMATS[key](path, **options)
+    if table is None:
+        return res
+    return res.table(None if table == "primary" else table)
+
+
+_TEXT_KINDS = ("str",)
+
+
+def read_tidy(path: str | Path, table: str) -> pd.DataFrame:
+    """Read a tidy table written by ``medeval import`` (CSV, JSONL or Parquet) with the schema's dtypes.
+
+    Text columns stay text (an item id ``2`` stays ``"2"``; a label ``NA`` stays ``"NA"``), only an
+    empty cell is missing; ``repeat`` is an integer and ``score`` a float, so
+    :func:`medeval_kit.schemas.validate` accepts the table as written.
+    """
+    from medeval_kit.schemas import SCHEMAS
+
+    p = Path(path)
+    schema = SCHEMAS[table]
+    text_cols = [c.name for c in schema.columns if c.kind in _TEXT_KINDS] + (["label"] if table == "annotations" else [])
+    suf = p.suffix.lower()
+    if suf in (".csv", ".tsv"):
+        # only an empty cell is missing, in every column ("NA" or "None" written by a tool stays text)
+        df = pd.read_csv(p, sep="\t" if suf == ".tsv" else ",", dtype={c: str for c in text_cols},
+                         keep_default_na=False, na_values=[""])
+    elif suf in (".jsonl", ".ndjson"):
+        df = pd.read_json(p, lines=True, dtype={c: str for c in text_cols})
+    elif suf in (".parquet", ".pq"):
+        df = pd.read_parquet(p)
+    else:
+        raise ReaderError(f"{p}: unknown file type {suf!r}; use .csv, .tsv, .jsonl or .parquet")
+    for c in text_cols:
+        if c in df.columns:
+            df[c] = df[c].astype(object).where(df[c].notna(), None)
+    for c in schema.columns:
+        if c.name in df.columns and c.kind == "int":
+            df[c.name] = df[c.name].astype("int64")
+        elif c.name in df.columns and c.kind == "float":
+            df[c.name] = pd.to_numeric(df[c.name], errors="coerce").astype(float)
+    return df
+
+
+# =========================================================================== CLI
+def register_cli(subparsers) -> None:
+    """Add ``medeval import FORMAT FILE -o OUT [--table T]`` to the ``medeval`` command."""
+    fmts = "\n".join(f"  {k:<14} {v}" for k, v in DESCRIPTIONS.items())
+    p = subparsers.add_parser(
+        "import",
+        help="turn another tool's results (Inspect, AlpacaEval, MT-bench, HealthBench, promptfoo) into a tidy table",
+        description="Read a results file written by another evaluation tool and write one of medeval_kit's "
+                    "tidy tables (validated). The summary - records read, rows written, rows dropped and "
+                    f"why - goes to stderr.\n\nformats:\n{fmts}",
+        formatter_class=__import__("argparse").RawDescriptionHelpFormatter,
+    )
+    p.add_argument("format", metavar="FORMAT", choices=sorted(FORMATS), help="one of: " + ", ".join(FORMATS))
+    p.add_argument("file", metavar="FILE", help="the tool's results file")
+    p.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="where to write the table: .csv, .tsv, .jsonl or .parquet; '-' = CSV on stdout")
+    p.add_argument("--table", choices=TABLES, default=None,
+                   help="which table to write [the format's main one: judgments, or annotations for "
+                        "mtbench_human and healthbench]")
+    p.add_argument("--grader", default=None, help="healthbench: name of the grader rater [grader]")
+    p.add_argument("--no-inspect-ai", action="store_true",
+                   help="inspect: use the built-in reader even when inspect_ai is installed")
+    p.set_defaults(func=_cli_import)
+
+
+def _cli_import(args) -> int:
+    opts = {}
+    if args.grader is not None:
+        if args.format != "healthbench":
+            raise ReaderError("--grader applies to the healthbench format only")
+        opts["grader"] = args.grader
+    if args.no_inspect_ai:
+        if args.format != "inspect":
+            raise ReaderError("--no-inspect-ai applies to the inspect format only")
+        opts["use_inspect_ai"] = False
+    res = read_format(args.format, args.file, **opts)
+    df = res.table(args.table)
+    out = args.output
+    if out == "-":
+        sys.stdout.write(df.to_csv(index=False))
+    else:
+        o = Path(out)
+        suf = o.suffix.lower()
+        if o.parent and not o.parent.exists():
+            raise ReaderError(f"{o}: the folder {o.parent} does not exist")
+        if suf in (".csv", ".tsv"):
+            df.to_csv(o, index=False, sep="\t" if suf == ".tsv" else ",")
+        elif suf in (".jsonl", ".ndjson"):
+            df.to_json(o, orient="records", lines=True, force_ascii=False)
+        elif suf in (".parquet", ".pq"):
+            df.to_parquet(o, index=False)
+        else:
+            raise ReaderError(f"{o}: unknown output type {suf or '(none)'!r}; use .csv, .tsv, .jsonl or .parquet")
+    name = args.table or res.primary
+    print(res.summary(), file=sys.stderr)
+    print(f"wrote {len(df)} {name} rows to {'stdout' if out == '-' else out}", file=sys.stderr)
+    return 0

@@ -1,0 +1,342 @@
+"""Shared machinery of the format readers: the result object, drop accounting, located errors.
+
+Every reader walks the records of one file, builds plain row dicts, and hands them to
+:class:`Tally`, which counts what was read, what was dropped and why, and turns the rows into
+validated tidy tables (:func:`medeval_kit.schemas.validate`). Nothing is dropped silently: each
+drop has a reason that :meth:`ReadResult.summary` prints with its count and the first location.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from medeval_kit.errors import DataFileError
+from medeval_kit.schemas import SCHEMAS, validate
+
+__all__ = ["ReaderError", "ReadResult", "Tally", "stable_id", "load_json", "load_records", "TABLES"]
+
+TABLES = ("judgments", "annotations", "items", "responses")
+
+
+class ReaderError(DataFileError):
+    """A file in another tool's format cannot be read: names the file, the record and the field."""
+
+
+def where_error(source: str, where: str, field_name: str | None, problem: str) -> ReaderError:
+    """Build the error for a broken record: ``FILE: line 3: field 'g1_winner': problem``."""
+    fld = f": field {field_name!r}" if field_name else ""
+    return ReaderError(f"{source}: {where}{fld}: {problem}")
+
+
+def stable_id(*parts: Any, n: int = 10) -> str:
+    """A short, stable content hash (SHA-1 hex prefix) of ``parts``, for files without ids."""
+    text = "\x1f".join(p if isinstance(p, str) else json.dumps(p, sort_keys=True, default=str) for p in parts)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:n]
+
+
+def is_missing(v: Any) -> bool:
+    """True for None and float NaN (JSON null / NaN)."""
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+# --------------------------------------------------------------------------- file reading
+def _check_file(p: Path) -> None:
+    if p.is_dir():
+        raise ReaderError(f"{p}: is a folder, not a file; pass the results file inside it")
+    if not p.exists():
+        raise ReaderError(f"{p}: file not found")
+
+
+def load_json(path: str | Path) -> Any:
+    """Parse a whole JSON file; a malformed file raises :class:`ReaderError` with line and column."""
+    p = Path(path)
+    _check_file(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReaderError(f"{p}: not UTF-8 text ({exc}); is this the right file?") from None
+    if not text.strip():
+        raise ReaderError(f"{p}: the file is empty")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReaderError(f"{p}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+
+
+def load_records(path: str | Path) -> list[tuple[str, dict]]:
+    """Return ``(where, record)`` pairs from a JSON array of objects or a JSON-lines file.
+
+    The layout is recognised from the content, not the suffix (AlpacaEval writes ``.json`` arrays,
+    FastChat ``.jsonl`` lines, Hugging Face exports either). ``where`` is ``"record N"`` (1-based) in
+    an array and ``"line N"`` in a JSON-lines file; errors name it.
+    """
+    p = Path(path)
+    _check_file(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ReaderError(f"{p}: not UTF-8 text ({exc}); is this the right file?") from None
+    stripped = text.lstrip()
+    if not stripped:
+        raise ReaderError(f"{p}: the file is empty")
+    if stripped.startswith("["):
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ReaderError(f"{p}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+        out = []
+        for i, rec in enumerate(data, start=1):
+            if not isinstance(rec, dict):
+                raise ReaderError(f"{p}: record {i} is a JSON {type(rec).__name__}, expected an object")
+            out.append((f"record {i}", rec))
+        return out
+    out = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if lineno == 1 and stripped.startswith("{"):
+                # maybe one pretty-printed JSON object rather than JSON lines
+                try:
+                    obj = json.loads(text)
+                except json.JSONDecodeError:
+                    obj = None
+                if isinstance(obj, dict):
+                    raise ReaderError(f"{p}: holds one JSON object, expected JSON lines or an array of "
+                                      f"records (keys: {sorted(obj)[:8]}); is this the right format?") from None
+            raise ReaderError(f"{p}: line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+        if not isinstance(rec, dict):
+            raise ReaderError(f"{p}: line {lineno} is a JSON {type(rec).__name__}, expected an object")
+        out.append((f"line {lineno}", rec))
+    return out
+
+
+# --------------------------------------------------------------------------- field access
+_MISSING = object()
+
+
+def need(rec: Mapping, key: str, source: str, where: str, kinds: type | tuple[type, ...] | None = None,
+         *, nullable: bool = False, prefix: str = "") -> Any:
+    """Return ``rec[key]``; a missing key or a value of the wrong JSON type raises a located error."""
+    name = prefix + key
+    if not isinstance(rec, Mapping):
+        raise where_error(source, where, prefix.rstrip(".") or None,
+                          f"expected a JSON object, got {type(rec).__name__}")
+    v = rec.get(key, _MISSING)
+    if v is _MISSING:
+        raise where_error(source, where, name, f"missing (the record has {sorted(map(str, rec))[:12]})")
+    if v is None:
+        if nullable:
+            return None
+        raise where_error(source, where, name, "is null")
+    if kinds is not None:
+        ok = isinstance(v, kinds) and not (isinstance(v, bool) and bool not in _as_tuple(kinds))
+        if not ok:
+            want = " or ".join(_json_kind(k) for k in _as_tuple(kinds))
+            raise where_error(source, where, name, f"expected {want}, got {_json_kind(type(v))} {_short(v)}")
+    return v
+
+
+def _as_tuple(k) -> tuple:
+    return k if isinstance(k, tuple) else (k,)
+
+
+def _json_kind(t: type) -> str:
+    return {str: "a string", int: "an integer", float: "a number", bool: "true/false", list: "a list",
+            dict: "an object", type(None): "null"}.get(t, t.__name__)
+
+
+def _short(v: Any, n: int = 60) -> str:
+    s = repr(v)
+    return s if len(s) <= n else s[: n - 3] + "..."
+
+
+def as_text(v: Any) -> str | None:
+    """A model output as text: strings as they are, JSON values dumped, null stays None."""
+    if is_missing(v):
+        return None
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, ensure_ascii=False, sort_keys=True)
+
+
+def n_words(text: str | None) -> float:
+    """Whitespace-token length (the convention of :func:`medeval_kit.bias.response_lengths`)."""
+    return float("nan") if text is None else float(len(text.split()))
+
+
+# --------------------------------------------------------------------------- result
+@dataclass(frozen=True, eq=False)
+class ReadResult:
+    """The tidy tables read from one file of another tool, with what was read and dropped.
+
+    ``judgments``, ``annotations``, ``items`` and ``responses`` are validated tables or ``None``
+    when the file does not hold that kind of data. ``primary`` names the table an analysis
+    command needs by default (:meth:`table`). ``dropped`` lists ``(reason, count, first location)``.
+    """
+
+    format: str
+    source: str
+    primary: str
+    judgments: pd.DataFrame | None = None
+    annotations: pd.DataFrame | None = None
+    items: pd.DataFrame | None = None
+    responses: pd.DataFrame | None = None
+    n_records: int = 0
+    record_unit: str = "records"
+    dropped: tuple[tuple[str, int, str], ...] = ()
+    notes: tuple[str, ...] = ()
+    reader: str = ""
+
+    @property
+    def tables(self) -> dict[str, pd.DataFrame]:
+        """The tables this file produced, by name (only those with rows)."""
+        return {t: getattr(self, t) for t in TABLES if getattr(self, t) is not None}
+
+    @property
+    def n_dropped(self) -> int:
+        """Records (or parts of records) dropped, summed over reasons."""
+        return sum(n for _, n, _ in self.dropped)
+
+    def table(self, name: str | None = None) -> pd.DataFrame:
+        """Return the table ``name`` (default: :attr:`primary`); raise :class:`ReaderError` if absent."""
+        name = name or self.primary
+        if name not in TABLES:
+            raise ValueError(f"table must be one of {TABLES}; not {name!r}")
+        df = getattr(self, name)
+        if df is None:
+            have = sorted(self.tables) or ["none"]
+            why = ""
+            if name == self.primary and self.dropped:
+                why = " (every record was dropped: " + "; ".join(f"{r} x{n}" for r, n, _ in self.dropped) + ")"
+            raise ReaderError(f"{self.source}: the {self.format} reader found no {name} rows in this file{why}; "
+                              f"tables available: {', '.join(have)}")
+        return df
+
+    def to_frame(self) -> pd.DataFrame:
+        """One tidy row per count: ``kind`` (records, table, dropped), ``name``, ``n``, ``where``."""
+        rows = [{"kind": "records", "name": self.record_unit, "n": self.n_records, "where": ""}]
+        rows += [{"kind": "table", "name": t, "n": len(df), "where": ""} for t, df in self.tables.items()]
+        rows += [{"kind": "dropped", "name": r, "n": n, "where": w} for r, n, w in self.dropped]
+        return pd.DataFrame(rows)
+
+    def summary(self) -> str:
+        """A short report: records read, rows produced per table (with parse status), drops with reasons."""
+        lines = [f"{self.format}: {self.source}" + (f" (read with {self.reader})" if self.reader else ""),
+                 f"  read {self.n_records} {self.record_unit}"]
+        for t, df in self.tables.items():
+            extra = ""
+            if t == "judgments" and "parse_status" in df.columns:
+                c = df["parse_status"].value_counts()
+                extra = " (" + ", ".join(f"{int(c.get(s, 0))} {s}" for s in ("ok", "failed", "missing")
+                                         if c.get(s, 0)) + ")"
+            elif t == "annotations" and "label" in df.columns:
+                n_na = int(df["label"].isna().sum())
+                kinds = df["rater_kind"].value_counts().to_dict() if "rater_kind" in df.columns else {}
+                parts = [f"{int(v)} {k}" for k, v in sorted(kinds.items())]
+                if n_na:
+                    parts.append(f"{n_na} without a label")
+                extra = " (" + ", ".join(parts) + ")" if parts else ""
+            lines.append(f"  {t}: {len(df)} rows{extra}")
+        if not self.tables:
+            lines.append("  no rows produced")
+        if self.dropped:
+            lines.append(f"  dropped {self.n_dropped}:")
+            for r, n, w in self.dropped:
+                lines.append(f"    {n} x {r}" + (f" (first: {w})" if w else ""))
+        else:
+            lines.append("  dropped 0")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:  # pragma: no cover - convenience
+        return f"<ReadResult {self.format} {self.source}: " + ", ".join(
+            f"{t}={len(df)}" for t, df in self.tables.items()) + f", dropped={self.n_dropped}>"
+
+    def _repr_html_(self) -> str:  # pragma: no cover - notebooks
+        import html
+
+        return "<pre>" + html.escape(self.summary()) + "</pre>"
+
+
+# --------------------------------------------------------------------------- accounting
+@dataclass
+class Tally:
+    """Counts records and drops while a reader walks a file, then builds validated tables."""
+
+    format: str
+    source: str
+    record_unit: str = "records"
+    n_records: int = 0
+    _drops: dict[str, list] = field(default_factory=dict)
+    _notes: list[str] = field(default_factory=list)
+
+    def record(self, n: int = 1) -> None:
+        self.n_records += n
+
+    def drop(self, reason: str, where: str, n: int = 1) -> None:
+        """Count ``n`` dropped records (or parts) under ``reason``; keep the first location."""
+        slot = self._drops.setdefault(reason, [0, where])
+        slot[0] += n
+
+    def note(self, text: str) -> None:
+        if text not in self._notes:
+            self._notes.append(text)
+
+    def frame(self, rows: list[dict], table: str, *, columns: Sequence[str] = (),
+              categories: Mapping[str, Iterable] | None = None) -> pd.DataFrame | None:
+        """Rows -> a validated tidy table (``None`` when there are no rows). Column order: schema, then ``columns``."""
+        if not rows:
+            return None
+        df = pd.DataFrame(rows)
+        schema = SCHEMAS[table]
+        for c in schema.columns:
+            if c.name not in df.columns:
+                if c.required:
+                    raise AssertionError(f"reader bug: {table} row without {c.name}")
+                continue
+            if c.kind == "str":
+                df[c.name] = df[c.name].astype(object).where(df[c.name].notna(), None)
+            elif c.kind == "int":
+                df[c.name] = df[c.name].astype(np.int64)
+            elif c.kind == "float":
+                df[c.name] = pd.to_numeric(df[c.name], errors="coerce").astype(float)
+        if "label" in df.columns:
+            df["label"] = df["label"].astype(object).where(df["label"].notna(), None)
+        order = [c.name for c in schema.columns if c.name in df.columns]
+        order += [c for c in columns if c in df.columns and c not in order]
+        order += [c for c in df.columns if c not in order]
+        df = df[order].reset_index(drop=True)
+        return validate(df, table, source=self.source, categories=categories)
+
+    def result(self, primary: str, reader: str = "", **tables: pd.DataFrame | None) -> ReadResult:
+        dropped = tuple((r, int(n), w) for r, (n, w) in self._drops.items())
+        return ReadResult(format=self.format, source=self.source, primary=primary, n_records=self.n_records,
+                          record_unit=self.record_unit, dropped=dropped, notes=tuple(self._notes),
+                          reader=reader, **tables)
+
+
+def number_repeats(rows: list[dict], key: Sequence[str], *, field_name: str = "repeat") -> int:
+    """Number rows that share ``key`` 0, 1, 2 ... in file order; return how many got a repeat > 0."""
+    seen: Counter = Counter()
+    n = 0
+    for r in rows:
+        k = tuple(r[c] for c in key)
+        r[field_name] = seen[k]
+        if seen[k]:
+            n += 1
+        seen[k] += 1
+    return n

@@ -1,0 +1,289 @@
+"""FastChat MT-bench judgments (``model_judgment/*_pair.jsonl``, ``*_single.jsonl``) and the MT-bench
+human judgments -> judgments / annotations.
+
+Format, as checked against lm-sys/FastChat:
+
+* ``fastchat/llm_judge/common.py`` (commit 007ecd07da27132136c707eef92bf9841fd167f2),
+  ``play_a_match_pair``: a pairwise record is ``{question_id, model_1, model_2, g1_winner, g2_winner,
+  judge: [judge model, prompt name], g1_user_prompt, g1_judgment, g2_user_prompt, g2_judgment, turn,
+  tstamp}``. Game 1 shows ``model_1`` as Assistant A, game 2 shows ``model_2`` as A; both winners are
+  already mapped to model terms: ``model_1``, ``model_2``, ``tie`` (``[[C]]``, or ratings within 0.1) or
+  ``error`` (no ``[[A]]``/``[[B]]``/``[[C]]`` in the judgment). A failed API call leaves the judgment
+  ``"$ERROR$"`` (``API_ERROR_OUTPUT``). With a single-answer judge in pairwise mode the record instead
+  has one derived winner in both fields plus ``m1_score``/``m2_score`` and no ``turn``.
+  ``play_a_match_single``: ``{question_id, model, judge, user_prompt, judgment, score, turn, tstamp}``;
+  ``score`` is -1 when no ``[[rating]]`` could be parsed.
+* ``fastchat/llm_judge/show_result.py`` (commit 02d4581b22e716e5e4db0bfd115e3eeb93644601): pairs where
+  a game is ``error`` are excluded; inconsistent games count as a tie. Single scores of -1 are excluded.
+* ``fastchat/llm_judge/compute_agreement.py`` (commit 0283a0bb971cecdc630e9dd647cd1d1b17cc09ee) and
+  the dataset card of ``lmsys/mt_bench_human_judgments`` (https://huggingface.co/datasets/lmsys/mt_bench_human_judgments):
+  human votes are ``{question_id, model_a, model_b, winner, judge, turn, conversation_a,
+  conversation_b}``; ``winner`` is ``model_a``, ``model_b``, ``tie`` or ``tie (bothbad)``; judges
+  ``expert_*`` and ``author_*`` are people, the ``gpt4_pair`` split's judge is ``["gpt-4", "pair-v2"]``.
+  Pairs are compared with the two model names sorted (``get_mt_bench_votes_data``).
+
+Conventions here: ``item`` = ``"{question_id}/turn{turn}/{A} vs {B}"`` with the two model names sorted,
+so ``A`` is the alphabetically first model in every file (pair judgments and human votes line up).
+Pairwise judgments get one row per game: ``order="AB"`` when A was shown first, ``"BA"`` otherwise;
+``verdict`` is in model terms, ``slot_verdict`` in presented-slot terms (``first``/``second``/``tie``),
+``score`` the margin of A (+1/-1/0). An ``error`` game or ``$ERROR$`` judgment is
+``parse_status="failed"`` (counted, never a tie). ``judge`` is the judge model; the prompt name is in
+``template``. Records repeated for the same pair, turn and judge (appended re-runs, or two prompt
+templates) are numbered as repeats. Single-answer grading gives ``protocol="rubric"`` rows with
+``item = "{question_id}/turn{turn}:{model}"`` and ``score`` in 1..10 (``max_score``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+from medeval_kit.readers._common import (
+    ReaderError,
+    ReadResult,
+    Tally,
+    load_records,
+    need,
+    number_repeats,
+    where_error,
+)
+
+__all__ = ["read_mtbench", "read_mtbench_human"]
+
+API_ERROR = "$ERROR$"
+_MARGIN = {"A": 1.0, "B": -1.0, "tie": 0.0}
+_SLOT = {"AB": {"A": "first", "B": "second", "tie": "tie"}, "BA": {"A": "second", "B": "first", "tie": "tie"}}
+
+
+def _judge(v, src: str, where: str, field: str = "judge") -> tuple[str, str | None]:
+    """(judge model, prompt name) from FastChat's ``[model, prompt]`` pair or a plain string."""
+    if isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+        return v[0], "/".join(v[1:]) or None
+    if isinstance(v, str) and v:
+        return v, None
+    raise where_error(src, where, field, f"expected [judge model, prompt name] or a string, got {v!r}")
+
+
+def _pair(m1: str, m2: str, src: str, where: str, f1: str, f2: str) -> tuple[str, str]:
+    if m1 == m2:
+        raise where_error(src, where, f"{f1}/{f2}", f"both name {m1!r}; a pair needs two models")
+    return (m1, m2) if m1 < m2 else (m2, m1)
+
+
+def _turn(r: Mapping, src: str, where: str) -> int:
+    t = need(r, "turn", src, where, int)
+    if t < 1:
+        raise where_error(src, where, "turn", f"expected 1 or 2, got {t}")
+    return t
+
+
+def _qid(r: Mapping, src: str, where: str) -> str:
+    return str(need(r, "question_id", src, where, (int, str)))
+
+
+# --------------------------------------------------------------------------- model judgments
+def read_mtbench(path: str | Path, *, inconsistent: str = "tie") -> ReadResult:
+    """Read FastChat's ``*_pair.jsonl`` (pairwise, both orders) or ``*_single.jsonl`` (1-10 grading).
+
+    Pairwise files give ``judgments`` (one row per game) and ``annotations`` (one resolved label per
+    pair and judge with :func:`medeval_kit.resolve.resolve_orders`; ``inconsistent="tie"`` is
+    FastChat's own rule in ``show_result.py``; ``"drop"`` leaves them unlabelled). Single files give
+    rubric ``judgments``. See the module docstring for the mapping and its sources.
+    """
+    src = str(path)
+    recs = load_records(path)
+    kinds = {("pair" if "g1_winner" in r or "g2_winner" in r else "single" if "score" in r else "?") for _, r in recs}
+    if "?" in kinds:
+        where, r = next((w, r) for w, r in recs if "g1_winner" not in r and "g2_winner" not in r and "score" not in r)
+        raise where_error(src, where, "g1_winner/score", "neither a pairwise record (g1_winner, g2_winner) nor a "
+                          f"single-answer record (score); keys: {sorted(r)[:12]}. Is this a FastChat model_judgment file?")
+    if len(kinds) > 1:
+        raise ReaderError(f"{src}: mixes pairwise (g1_winner) and single-answer (score) records; FastChat writes "
+                          "them to separate files (*_pair.jsonl, *_single.jsonl) - split them first")
+    if kinds == {"single"}:
+        return _read_single(src, recs)
+    return _read_pair(src, recs, inconsistent)
+
+
+def _winner(v, models: dict[str, str], src: str, where: str, field: str) -> str | None:
+    """FastChat winner (model_1 / model_2 / tie / error) -> model-terms verdict A / B / tie, or None."""
+    if v == "error":
+        return None
+    if v == "tie":
+        return "tie"
+    if v in models:
+        return models[v]
+    raise where_error(src, where, field, f"expected 'model_1', 'model_2', 'tie' or 'error', got {v!r}")
+
+
+def _read_pair(src: str, recs, inconsistent: str) -> ReadResult:
+    tally = Tally("mtbench", src, record_unit="lines (pairwise records)")
+    rows = []
+    for where, r in recs:
+        tally.record()
+        if "m1_score" in r or "m2_score" in r:
+            tally.drop("pairwise record derived from single-answer grading (m1_score/m2_score: one verdict, "
+                       "not two presentation orders)", where)
+            continue
+        qid = _qid(r, src, where)
+        m1 = need(r, "model_1", src, where, str)
+        m2 = need(r, "model_2", src, where, str)
+        judge, template = _judge(need(r, "judge", src, where), src, where)
+        turn = _turn(r, src, where)
+        a, b = _pair(m1, m2, src, where, "model_1", "model_2")
+        letter = {m1: "A" if m1 == a else "B", m2: "A" if m2 == a else "B"}
+        models = {"model_1": letter[m1], "model_2": letter[m2]}
+        item = f"{qid}/turn{turn}/{a} vs {b}"
+        for game, first in (("g1", m1), ("g2", m2)):
+            order = "AB" if first == a else "BA"
+            w = need(r, f"{game}_winner", src, where, str)
+            raw = need(r, f"{game}_judgment", src, where, str, nullable=True)
+            verdict = _winner(w, models, src, where, f"{game}_winner")
+            status, note = "ok", None
+            if raw is not None and raw.strip() == API_ERROR:
+                status, note, verdict = "failed", "judge API error ($ERROR$)", None
+            elif verdict is None:
+                status, note = "failed", "no [[A]]/[[B]]/[[C]] verdict in the judgment (winner 'error')"
+            rows.append({"item": item, "judge": judge, "protocol": "pairwise", "criterion": "overall",
+                         "order": order, "raw": raw, "verdict": verdict,
+                         "slot_verdict": _SLOT[order][verdict] if verdict else None,
+                         "score": _MARGIN[verdict] if verdict else math.nan, "parse_status": status,
+                         "question_id": qid, "turn": turn, "model_a": a, "model_b": b, "game": game,
+                         "template": template, "winner_raw": w, "note": note})
+    n_rep = number_repeats(rows, ["item", "judge", "order"])
+    if n_rep:
+        tally.note(f"{n_rep} games repeat a (pair, turn, judge, order) - appended re-runs or several prompt "
+                   "templates: numbered as repeats (see 'template')")
+    judg = tally.frame(rows, "judgments", columns=["slot_verdict", "question_id", "turn", "model_a", "model_b",
+                                                   "game", "template", "winner_raw", "note"],
+                       categories={"verdict": ["A", "B", "tie"]})
+    ann = None
+    if judg is not None:
+        from medeval_kit.resolve import resolve_orders
+
+        res = resolve_orders(judg, policy=inconsistent)
+        meta = judg.drop_duplicates("item").set_index("item")[["question_id", "turn", "model_a", "model_b"]]
+        res = res.join(meta, on="item")
+        ann = tally.frame([{"item": x["item"], "rater": x["judge"], "rater_kind": "llm", "criterion": "overall",
+                            "label": x["verdict"], "resolution": x["resolution"], "question_id": x["question_id"],
+                            "turn": int(x["turn"]), "model_a": x["model_a"], "model_b": x["model_b"]}
+                           for x in res.to_dict("records")],
+                          "annotations", categories={"label": ["A", "B", "tie"]})
+        tally.note(f"annotations: one label per pair and judge, the two games resolved with policy {inconsistent!r} "
+                   "(FastChat's show_result counts inconsistent games as a tie); a failed game leaves no label")
+    return tally.result("judgments", "built-in JSON-lines reader", judgments=judg, annotations=ann)
+
+
+def _read_single(src: str, recs) -> ReadResult:
+    tally = Tally("mtbench", src, record_unit="lines (single-answer records)")
+    rows = []
+    for where, r in recs:
+        tally.record()
+        qid = _qid(r, src, where)
+        model = need(r, "model", src, where, str)
+        judge, template = _judge(need(r, "judge", src, where), src, where)
+        turn = _turn(r, src, where)
+        score = need(r, "score", src, where, (int, float))
+        raw = need(r, "judgment", src, where, str, nullable=True)
+        status, note, val = "ok", None, float(score)
+        if raw is not None and raw.strip() == API_ERROR:
+            status, note, val = "failed", "judge API error ($ERROR$)", math.nan
+        elif score == -1:
+            status, note, val = "failed", "no [[rating]] in the judgment (score -1)", math.nan
+        elif not 0 <= score <= 10:
+            raise where_error(src, where, "score", f"expected a rating in 1..10 or -1 (unparsed), got {score!r}")
+        q = f"{qid}/turn{turn}"
+        rows.append({"item": f"{q}:{model}", "judge": judge, "protocol": "rubric", "criterion": "overall",
+                     "order": "single", "raw": raw, "verdict": None, "score": val, "parse_status": status,
+                     "question_item": q, "target": model, "question_id": qid, "turn": turn, "max_score": 10.0,
+                     "template": template, "note": note})
+    n_rep = number_repeats(rows, ["item", "judge"])
+    if n_rep:
+        tally.note(f"{n_rep} records repeat a (question, turn, model, judge): numbered as repeats (see 'template')")
+    judg = tally.frame(rows, "judgments", columns=["question_item", "target", "question_id", "turn", "max_score",
+                                                   "template", "note"])
+    return tally.result("judgments", "built-in JSON-lines reader", judgments=judg)
+
+
+# --------------------------------------------------------------------------- human judgments
+_HUMAN_PREFIXES = ("expert", "author")
+
+
+def read_mtbench_human(path: str | Path, *, rater_kinds: Mapping[str, str] | None = None) -> ReadResult:
+    """Read MT-bench human judgments (``mt_bench_human_judgments``: JSON array or JSON lines) into annotations.
+
+    One row per vote: ``rater`` = the judge, ``rater_kind`` = ``human`` for FastChat's ``expert_*`` /
+    ``author_*`` judges and ``llm`` for a ``[model, prompt]`` judge (the ``gpt4_pair`` split); other
+    judge names must be given in ``rater_kinds={"name": "human" | "llm"}``. ``label`` is A/B/tie for
+    the sorted model pair (``tie (bothbad)`` -> ``tie``; the raw winner is kept). When the votes carry
+    ``conversation_a``/``conversation_b``, items (one per question and turn) and responses are built.
+    """
+    src = str(path)
+    recs = load_records(path)
+    tally = Tally("mtbench_human", src, record_unit="votes")
+    kinds = dict(rater_kinds or {})
+    bad = {k: v for k, v in kinds.items() if v not in ("human", "llm")}
+    if bad:
+        raise ValueError(f"rater_kinds values must be 'human' or 'llm'; got {bad}")
+    ann, items, resps, seen = [], {}, {}, set()
+    for where, r in recs:
+        tally.record()
+        qid = _qid(r, src, where)
+        ma = need(r, "model_a", src, where, str)
+        mb = need(r, "model_b", src, where, str)
+        jv = need(r, "judge", src, where)
+        rater, template = _judge(jv, src, where)
+        kind = kinds.get(rater)
+        if kind is None:
+            if isinstance(jv, list):
+                kind = "llm"
+            elif rater.startswith(_HUMAN_PREFIXES):
+                kind = "human"
+            else:
+                raise where_error(src, where, "judge", f"cannot tell whether {rater!r} is a person or a model "
+                                  "(FastChat's people are expert_* / author_*); pass "
+                                  f"rater_kinds={{{rater!r}: 'human' or 'llm'}}")
+        turn = _turn(r, src, where)
+        a, b = _pair(ma, mb, src, where, "model_a", "model_b")
+        w = need(r, "winner", src, where, str)
+        if w in ("model_a", "model_b"):
+            label = "A" if (ma if w == "model_a" else mb) == a else "B"
+        elif w.startswith("tie"):
+            label = "tie"
+        elif w in ("error", "inconsistent"):
+            label = None
+        else:
+            raise where_error(src, where, "winner", f"expected 'model_a', 'model_b', 'tie' or 'tie (bothbad)', got {w!r}")
+        item = f"{qid}/turn{turn}/{a} vs {b}"
+        if (item, rater) in seen:
+            tally.drop("repeated vote of one judge on one pair and turn (kept the first)", where)
+            continue
+        seen.add((item, rater))
+        ann.append({"item": item, "rater": rater, "rater_kind": kind, "criterion": "overall", "label": label,
+                    "question_id": qid, "turn": turn, "model_a": a, "model_b": b, "winner_raw": w,
+                    "template": template, "question_item": f"{qid}/turn{turn}"})
+        for m, conv_key in ((ma, "conversation_a"), (mb, "conversation_b")):
+            conv = r.get(conv_key)
+            if conv is None:
+                continue
+            if not isinstance(conv, list) or not all(isinstance(x, dict) for x in conv):
+                raise where_error(src, where, conv_key, "expected a list of {role, content} messages")
+            users = [x.get("content") for x in conv if x.get("role") == "user"]
+            bots = [x.get("content") for x in conv if x.get("role") == "assistant"]
+            for t in range(1, turn + 1):
+                q = f"{qid}/turn{t}"
+                if t <= len(users) and isinstance(users[t - 1], str):
+                    items.setdefault(q, {"item": q, "dataset": "mt_bench", "question": users[t - 1],
+                                         "question_id": qid, "turn": t})
+                if t <= len(bots) and isinstance(bots[t - 1], str):
+                    resps.setdefault((q, m), {"item": q, "model": m, "repeat": 0, "text": bots[t - 1]})
+    if any(x["label"] is None for x in ann):
+        tally.note("votes with winner 'error'/'inconsistent' are kept without a label")
+    return tally.result(
+        "annotations", "built-in JSON reader",
+        annotations=tally.frame(ann, "annotations", categories={"label": ["A", "B", "tie"]},
+                                columns=["question_id", "turn", "model_a", "model_b", "winner_raw", "template"]),
+        items=tally.frame(list(items.values()), "items"),
+        responses=tally.frame(list(resps.values()), "responses"),
+    )

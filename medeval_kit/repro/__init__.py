@@ -1,0 +1,52 @@
+"""Paper reproduction, above the generic library: printed numbers as data, one rule, ours beside them.
+
+* ``data/published/<paper-id>.yaml``: one file per paper with its full citation, its canonical
+  id (``name-year``) and every printed number a study checks (id, source, quantity, value *as
+  printed*, and where ours cannot be computed the reason), plus the printed inputs the checks
+  compute from.
+* :mod:`medeval_kit.repro.published`: the :class:`Published` type and the one rule - a number is
+  ``reproduced`` when ours rounds to the printed value at its printed precision, otherwise it
+  ``differs`` (with a reason) or is ``not recoverable`` (ours is None/NaN, with a reason).
+* :mod:`medeval_kit.repro.papers`: one module per paper computing ours with the generic library.
+* Study glue: :func:`published_numbers` (``study`` = agreement, rounds, position_bias,
+  length_and_self_preference or generation) and the paper tables the notebooks save.
+
+Nothing in the library imports this package; notebooks, the report and tests do.
+
+>>> from medeval_kit import repro
+>>> repro.decide("0.85", 0.846), repro.decide("87.5%", 0.875), repro.decide("105", 104.6)
+('reproduced', 'reproduced', 'differs')
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from medeval_kit.repro.papers import automedeval_2025 as automedeval
+from medeval_kit.repro.papers import grounded_synth_2025 as grounded_synth
+from medeval_kit.repro.papers import longform_medqa_2024 as longform_medqa
+from medeval_kit.repro.papers import mcqg_srefine_2025 as mcqg_srefine
+from medeval_kit.repro.papers import medqade_2026 as medqade
+from medeval_kit.repro.papers import pandalm_2024 as pandalm
+from medeval_kit.repro.published import (
+    COLUMNS, STATUSES, Number, Paper, Printed, Published, decide, load_paper, paper_ids, parse_printed, rounds_to,
+    to_frame, truncates_to, validate_paper_file,
+)
+from medeval_kit.repro.studies import STUDIES, papers_for, published_numbers, study_numbers
+
+__all__ = [
+    "STATUSES", "COLUMNS", "Printed", "parse_printed", "rounds_to", "truncates_to", "decide", "Published",
+    "Number", "Paper", "load_paper", "paper_ids", "validate_paper_file", "to_frame",
+    "STUDIES", "study_numbers", "published_numbers", "papers_for", "paper_contradictions",
+    "automedeval", "grounded_synth", "longform_medqa", "mcqg_srefine", "medqade", "pandalm",
+]
+
+
+def paper_contradictions(papers: list[str] | None = None) -> pd.DataFrame:
+    """Where papers contradict themselves or their code (from the data files): paper, where, says, but, consequence."""
+    ids = paper_ids() if papers is None else papers
+    frames = [load_paper(p).contradictions_frame() for p in ids]
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return pd.DataFrame(columns=["paper", "where", "says", "but", "consequence"])
+    return pd.concat(frames, ignore_index=True)
