@@ -728,7 +728,10 @@ class Client:
                         if self.cache.writes and todo else None)
         # leases keep processes that share the cache from paying twice (``use`` mode only: ``refresh``
         # re-samples on purpose, ``off`` shares nothing)
-        leases = (_Leases(self.cache, self._writer, [k for k, _ in todo], ahead=max(s._n for s in sems.values()))
+        # a few hundred keys per lease transaction: with ahead = concurrency the lease round trips held
+        # slots idle (bench: 0.69-0.78 of bare httpx2's throughput, 0.86-0.92 with this)
+        ahead = max([256] + [4 * s._n for s in sems.values()])
+        leases = (_Leases(self.cache, self._writer, [k for k, _ in todo], ahead=ahead)
                   if self.cache.mode == "use" and todo else None)
 
         async def one(k: str, i: int) -> None:
