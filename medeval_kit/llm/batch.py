@@ -17,6 +17,7 @@ from typing import Any
 
 from .cost import batch_discount, cost_of, price_for
 from .errors import BudgetError, LLMError
+from .progress import progress_bar
 from .providers import AnthropicProvider, OpenAIProvider, key_options
 from .secrets import redact, redact_json, scrub_errors
 from .types import ModelSpec, Request, Response, canonical_json
@@ -249,7 +250,6 @@ def run_batch(client, requests: Sequence[Request], *, poll_interval: float = 30.
     submit_batch(client, requests, max_per_batch=max_per_batch)
     bar = None
     if progress:
-        from .execute import progress_bar
 
         bar = progress_bar(total=len(wanted), desc=f"batch {client.model}", unit="req")
     while True:

@@ -26,6 +26,7 @@ from .cost import cost_of, estimate_cost, price_for
 from .errors import BudgetError, CacheMissError, LLMError, RequestError
 from . import secrets as _secrets
 from .parse import parse_reply
+from .progress import progress_bar
 from .providers import Completion, Provider, failure, key_options, make_provider
 from .types import ModelSpec, Request, Response, RunStats, canonical_json, parse_model
 
@@ -40,17 +41,6 @@ def redact(text: str | None, extra_env: Sequence[str] = ()) -> str | None:
     variable, as set and stripped, repr'd, JSON-escaped or URL-encoded, their echoed prefixes and
     masked tails, and ``sk-...`` tokens."""
     return _secrets.redact(text, extra_env)
-
-
-def progress_bar(**kw: Any):
-    """A tqdm bar: the notebook widget when ipywidgets is installed, else the text bar."""
-    import importlib.util
-
-    if importlib.util.find_spec("ipywidgets") is not None:
-        from tqdm.auto import tqdm
-    else:
-        from tqdm import tqdm
-    return tqdm(**kw)
 
 
 # --------------------------------------------------------------------------- limits
