@@ -100,13 +100,27 @@ def _read(args):
     from medeval_kit._agreement_io import read_checked
 
     wide = getattr(args, "wide", False)
+    frame = _from_format(args)
     df, notes = read_checked(args.file, item=args.item, rater=args.rater, label=args.label,
                              criterion=getattr(args, "criterion", None), wide=wide,
                              raters=args.raters if wide else None, rater_kind=args.rater_kind,
-                             missing=args.missing or (), normalize_labels=args.normalize_labels)
+                             missing=args.missing or (), normalize_labels=args.normalize_labels, frame=frame)
     for n in notes:
         print(f"medeval: warning: {args.file}: {n}", file=sys.stderr)
     return df, notes
+
+
+def _from_format(args) -> pd.DataFrame | None:
+    """``--from FORMAT``: the annotations table of another tool's file (summary on stderr), else None."""
+    fmt = getattr(args, "from_format", None)
+    if not fmt:
+        return None
+    if getattr(args, "wide", False):
+        raise AgreementError(f"{args.file}: --wide does not apply with --from {fmt}: the {fmt} reader gives the "
+                             "long annotations table (one row per item and rater)")
+    from medeval_kit.readers import read_for_command
+
+    return read_for_command(fmt, args.file, "annotations", command=args.from_command)
 
 
 def _check_common(args) -> None:
@@ -128,6 +142,8 @@ def _user_columns(exc: SchemaError, args) -> SchemaError:
 
 def _cmd(args) -> int:
     _check_common(args)
+    if getattr(args, "from_format", None) and args.criterion is None:
+        args.criterion = "criterion"  # the tidy annotations table has one; one set of results per criterion
     df, notes = _read(args)
     cats = args.categories
     if cats and pd.api.types.is_numeric_dtype(df["label"]):
@@ -192,7 +208,11 @@ def _jvh_cmd(args) -> int:
 
 
 def _common_args(p, *, label_help="label column (default: label)") -> None:
-    p.add_argument("file", help="annotations file (.csv, .tsv, .jsonl, .json, .parquet)")
+    from medeval_kit.readers import add_from_option
+
+    p.add_argument("file", help="annotations file (.csv, .tsv, .jsonl, .json, .parquet), or with --from another "
+                                "tool's results file")
+    add_from_option(p, "annotations")
     p.add_argument("--item", default="item", help="item column (default: item)")
     p.add_argument("--rater", default="rater", help="rater column, long format (default: rater)")
     p.add_argument("--label", default="label", help=label_help)
@@ -226,10 +246,12 @@ def register_cli(subparsers) -> None:
         "agreement", help="agreement statistics (kappa, alpha, ...) with bootstrap CIs on an annotations file",
         description="Agreement statistics with CIs that resample items. FILE is CSV, TSV, JSONL or Parquet, "
                     "long format (one row per item and rater) or wide (--wide: one column per rater). Works on "
-                    "sparse panels: a statistic undefined for the panel is NaN with the reason.",
+                    "sparse panels: a statistic undefined for the panel is NaN with the reason. With --from FORMAT, "
+                    "FILE is another tool's results file (e.g. --from healthbench meta_eval.jsonl).",
     )
     _common_args(p)
-    p.add_argument("--criterion", default=None, help="criterion column: one set of results per criterion")
+    p.add_argument("--criterion", default=None,
+                   help="criterion column: one set of results per criterion (default: none; with --from: criterion)")
     p.add_argument("--wide", action="store_true", help="wide format: one column per rater")
     p.add_argument("--raters", nargs="+", default=None, help="raters to use (wide: the rater columns)")
     _panel_args(p)
@@ -243,18 +265,19 @@ def register_cli(subparsers) -> None:
     p.add_argument("--ceiling", action="store_true",
                    help="add judges vs humans (--design, first pairwise --metric); needs --humans or --rater-kind")
     p.add_argument("--ci-method", default="percentile", choices=["percentile", "bca", "analytic"])
-    p.set_defaults(func=_cmd)
+    p.set_defaults(func=_cmd, from_command="agreement")
 
     q = subparsers.add_parser(
         "judge-vs-humans", help="can this judge replace the humans? each judge scored like a held-out human",
         description="Each LLM judge against the human raters, scored exactly like a held-out human (default "
                     "design loo), with delta = judge - humans, its paired item-bootstrap CI, a two-sided p-value "
                     "and a one-sided non-inferiority test at --margin. Works for 2 humans, dense panels and "
-                    "sparse panels (each item labelled by its own subset of raters).",
+                    "sparse panels (each item labelled by its own subset of raters). With --from FORMAT, FILE is "
+                    "another tool's results file (e.g. --from healthbench meta_eval.jsonl).",
     )
     _common_args(q)
     _panel_args(q)
     q.add_argument("--metric", default="cohen_kappa",
                    choices=["cohen_kappa", "percent_agreement", "scott_pi", "gwet_ac1", "brennan_prediger", "pabak",
                             "accuracy", "macro_f1"], help="agreement metric (default cohen_kappa)")
-    q.set_defaults(func=_jvh_cmd, criterion=None, wide=False, raters=None)
+    q.set_defaults(func=_jvh_cmd, criterion=None, wide=False, raters=None, from_command="judge-vs-humans")

@@ -125,9 +125,10 @@ def _read_long(
     wide: bool = False,
     raters: Sequence[str] | None = None,
     missing: Sequence[str] = (),
+    frame: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     p = Path(path)
-    df = _read_raw(p)
+    df = _read_raw(p) if frame is None else frame  # frame: the file already read (e.g. by a format reader)
     src = str(p)
     tokens = {str(t) for t in missing}
     if wide:
@@ -168,8 +169,9 @@ def read_annotations(path: str | Path, *, normalize_labels: bool = False, **kw) 
     per item and one column per rater (all other columns, or just ``raters``). A rater-kind column
     (``rater_kind=``; values ``human`` / ``llm``) is kept as ``rater_kind``. Labels differing only by
     case or white space raise a :class:`LabelWarning`; ``normalize_labels=True`` merges them.
-    Keywords: item, rater, label, criterion, rater_kind, wide, raters, missing. Errors name the
-    file, the column and the row.
+    Keywords: item, rater, label, criterion, rater_kind, wide, raters, missing, and ``frame`` (the
+    file's content already read, e.g. by :func:`medeval_kit.readers.read_format`; ``path`` then only
+    names it in errors). Errors name the file, the column and the row.
     """
     out, notes = read_checked(path, normalize_labels=normalize_labels, **kw)
     if not normalize_labels:

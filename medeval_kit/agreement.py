@@ -2,8 +2,11 @@
 
 Everything works on a long ``annotations`` table (``item``, ``rater``, ``label`` [, ``criterion``]):
 
-* coefficients: :func:`percent_agreement`, :func:`cohen_kappa` (unweighted, linear, quadratic),
-  :func:`scott_pi`, :func:`fleiss_kappa`, :func:`brennan_prediger`, :func:`pabak`,
+* coefficients: :func:`percent_agreement`, :func:`cohen_kappa` (unweighted, linear, quadratic, or a
+  weight matrix; weights from category positions or values, ``weight_basis``),
+  :func:`scott_pi`, :func:`fleiss_kappa` (Gwet's per-item chance shares with unequal numbers of
+  ratings, like irrCAC; ``fleiss_marginals="pooled"`` for the pooled form),
+  :func:`fleiss_kappa_by_category` (Fleiss' κ_j), :func:`conger_kappa`, :func:`brennan_prediger`, :func:`pabak`,
   :func:`gwet_ac1`, :func:`gwet_ac2`, :func:`krippendorff_alpha` (nominal, ordinal, interval,
   ratio; missing data allowed), :func:`icc` (Shrout-Fleiss forms), :func:`pearson`,
   :func:`spearman`, :func:`kendall`, :func:`accuracy` and :func:`macro_f1` against a reference;

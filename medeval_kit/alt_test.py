@@ -456,8 +456,13 @@ def _read(args) -> pd.DataFrame:
     """The user's file in the long layout, the rater-kind column (if any) as ``rater_kind``."""
     from medeval_kit.agreement import read_annotations
 
+    frame = None
+    if getattr(args, "from_format", None):  # another tool's file: its tidy annotations, the summary on stderr
+        from medeval_kit.readers import read_for_command
+
+        frame = read_for_command(args.from_format, args.file, "annotations", command="alt-test")
     return read_annotations(args.file, item=args.item, rater=args.rater, label=args.label,
-                            rater_kind=args.rater_kind or "rater_kind")
+                            rater_kind=args.rater_kind or "rater_kind", frame=frame)
 
 
 def write_result(res: AltTestResult, fmt: str, out, *, details: bool = False) -> None:
@@ -513,9 +518,14 @@ def register_cli(subparsers) -> None:
                     "with cost-benefit margin epsilon per human, Benjamini-Yekutieli across humans; the judge "
                     "passes when it beats at least half of the humans. FILE is CSV, TSV, JSONL or Parquet in "
                     "long format (one row per item and rater). Say who is human with --humans or a rater-kind "
-                    "column (values human / llm).",
+                    "column (values human / llm). With --from FORMAT, FILE is another tool's results file "
+                    "(e.g. --from healthbench meta_eval.jsonl).",
     )
-    p.add_argument("file", help="annotations file (.csv, .tsv, .jsonl, .json, .parquet)")
+    from medeval_kit.readers import add_from_option
+
+    p.add_argument("file", help="annotations file (.csv, .tsv, .jsonl, .json, .parquet), or with --from another "
+                                "tool's results file")
+    add_from_option(p, "annotations")
     p.add_argument("--item", default="item", help="item column (default: item)")
     p.add_argument("--rater", default="rater", help="rater column (default: rater)")
     p.add_argument("--label", default="label", help="label column (default: label)")

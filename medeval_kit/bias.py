@@ -39,6 +39,7 @@ from scipy import stats
 from medeval_kit.errors import DataFileError, SchemaError
 from medeval_kit.resolve import (
     MODEL_LABELS,
+    ORDERS,
     SLOT_LABELS,
     _polarity_series,
     proportion_ci,
@@ -82,12 +83,24 @@ RESULT_COLUMNS = ["judge", "criterion", "metric", "estimate", "ci_low", "ci_high
 
 
 # =========================================================================== reading and checking
-def read_judgments(path: str | Path) -> pd.DataFrame:
-    """Read a judgments file (CSV, TSV, JSONL, JSON array or Parquet); errors name the file and line."""
+def read_judgments(path: str | Path, *, text_columns: Collection[str] = ()) -> pd.DataFrame:
+    """Read a judgments file (CSV, TSV, JSONL, JSON array or Parquet); errors name the file and line.
+
+    ``text_columns`` (e.g. the verdict column) are read from CSV/TSV as written, without pandas' NA
+    guessing: only an empty cell is missing, so a judge's literal ``NA`` or ``None`` token stays text.
+    """
     from medeval_kit.datasets._io import read_table
 
     try:
-        return read_table(path)
+        df = read_table(path)
+        cols = [c for c in dict.fromkeys(text_columns) if c in df.columns]
+        suffix = Path(path).suffix.lower()
+        if cols and suffix in (".csv", ".tsv", ".txt"):
+            raw = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", usecols=cols, dtype=str,
+                              keep_default_na=False, na_values=[""])
+            for c in cols:
+                df[c] = raw[c].astype(object).where(raw[c].notna(), None).to_numpy()
+        return df
     except DataFileError:
         raise
     except Exception as exc:  # e.g. pyarrow errors on a corrupt parquet file
@@ -1308,18 +1321,37 @@ def plot_rate_by_judge(res: pd.DataFrame, metric: str, *, ref: float | None = 0.
 # =========================================================================== CLI
 def register_cli(subparsers) -> None:
     """Add ``medeval position-bias FILE ...`` to the ``medeval`` command."""
+    from medeval_kit.readers import add_from_option
+
     p = subparsers.add_parser(
         "position-bias",
         help="consistency, flip rate and first-slot preference of a pairwise judge (both orders)",
         description="Position bias of pairwise judgments holding both presentation orders. The verdict "
-                    "column is in presented-slot terms: first, second or tie (neither is also accepted; "
-                    "empty = parse failure, counted in n_failed, never a tie).",
+                    "column is in presented-slot terms by default: first, second or tie (neither is also "
+                    "accepted); with --verdict-terms model it says which model won (A, B, tie, neither) and "
+                    "is mapped to the presented slot with the order column (AB = A shown first, BA = B shown "
+                    "first). An empty cell, or a token passed with --failed, is a parse failure: counted in "
+                    "n_failed, never a tie; any other value is an error naming the rows. With --from FORMAT, "
+                    "FILE is another tool's results file (e.g. --from mtbench gpt-4_pair.jsonl).",
     )
-    p.add_argument("file", metavar="FILE", help="judgments file: .csv, .tsv, .jsonl, .json or .parquet")
+    p.add_argument("file", metavar="FILE",
+                   help="judgments file: .csv, .tsv, .jsonl, .json or .parquet; or with --from another tool's "
+                        "results file")
+    add_from_option(p, "judgments")
     p.add_argument("--item", default="item", help="item (pair) id column [item]")
     p.add_argument("--judge", default="judge", help="judge column [judge; absent = one judge]")
-    p.add_argument("--order", default="order", help="presentation order column, two values [order]")
-    p.add_argument("--verdict", default="verdict", help="slot verdict column: first/second/tie [verdict]")
+    p.add_argument("--order", default="order",
+                   help="presentation order column, two values [order]; AB and BA with --verdict-terms model")
+    p.add_argument("--verdict", default=None,
+                   help="verdict column, read as text exactly as written (a literal NA is a token, not a missing "
+                        "value) [verdict]")
+    p.add_argument("--verdict-terms", choices=("slot", "model"), default=None,
+                   help="slot: the verdict names the presented slot that won (first/second/tie/neither); model: it "
+                        "names the model that won (A/B/tie/neither) and is mapped to slots with --order "
+                        "(AB/BA) [slot; with --from: model, the tidy verdict column]")
+    p.add_argument("--failed", nargs="+", default=None, metavar="TOKEN",
+                   help="verdict values that mean the judge's output could not be parsed, e.g. --failed error NA "
+                        "unparsed: counted as failed parses (parse_status 'failed', n_failed), never ties")
     p.add_argument("--criterion", default="criterion",
                    help="criterion column [criterion; absent = one criterion 'overall']")
     p.add_argument("--repeat", default="repeat", help="repeat column, if calls are repeated [repeat]")
@@ -1332,14 +1364,132 @@ def register_cli(subparsers) -> None:
     p.set_defaults(func=_cli_position_bias)
 
 
+def _text_or_none(v) -> str | None:
+    """A verdict cell as stripped text; None for a missing value or an empty / blank cell."""
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return None
+    t = str(v).strip()
+    return t or None
+
+
+def _is_model_term(v: str) -> bool:
+    """Whether :func:`resolve.to_slot` maps ``v`` (the one mapping; no copy of its vocabulary here)."""
+    try:
+        to_slot(v, ORDERS[0])
+    except ValueError:
+        return False
+    return True
+
+
+def _slot_verdicts(df: pd.DataFrame, *, verdict: str, terms: str, order: str, failed: Collection[str],
+                   parse_status: str, source: str) -> pd.DataFrame:
+    """The CLI's verdict column in presented-slot terms, failure tokens as failed parses; else a located error.
+
+    Returns a copy (0-based rows) whose ``verdict`` column holds first/second/tie/neither or None, and
+    whose ``parse_status`` column is ``failed`` on the rows with a ``failed`` token. Model terms are
+    mapped with :func:`resolve.to_slot` and the ``order`` column (AB / BA).
+    """
+    tbl = "judgments"
+    if verdict not in df.columns:
+        raise SchemaError(tbl, verdict, [], f"missing column {verdict!r}; present: {list(df.columns)}. Name the "
+                          "verdict column with --verdict", source)
+    d = df.reset_index(drop=True).copy()
+    tokens = {t.strip() for t in map(str, failed)}
+    cells = [_text_or_none(v) for v in d[verdict]]
+    is_failed = np.array([v in tokens for v in cells], dtype=bool)
+    counts = pd.Series([v for v, f in zip(cells, is_failed) if f], dtype=object).value_counts()
+    text = pd.Series([None if f else v for v, f in zip(cells, is_failed)], dtype=object)
+    present = np.array([v is not None for v in text], dtype=bool)
+    if terms == "model":
+        known = {v: _is_model_term(v) for v in set(text[present])}
+        bad = np.array([v is not None and not known[v] for v in text], dtype=bool)
+        expected = f"model terms {list(MODEL_LABELS)} (--verdict-terms model: which model won)"
+        looks_other = "like presented-slot terms (first/second): pass --verdict-terms slot"
+        other = lambda v: v.lower() in SLOT_LABELS  # noqa: E731
+    else:
+        bad = np.array([v is not None and v.lower() not in SLOT_LABELS for v in text], dtype=bool)
+        expected = f"presented-slot terms {list(SLOT_LABELS)} (--verdict-terms slot)"
+        looks_other = ("like model terms (which model won): pass --verdict-terms model to map them to the "
+                       f"presented slots with the order column {order!r} (AB = A shown first, BA = B shown first)")
+        other = _is_model_term
+    if bad.any():
+        unknown = sorted(set(text[bad]))
+        shown = unknown[:8] + (["..."] if len(unknown) > 8 else [])
+        terms_like = [v for v in unknown if other(v)]
+        rest = [v for v in unknown if not other(v)]
+        todo = []
+        if terms_like:
+            todo.append(f"{', '.join(map(repr, terms_like[:8]))} look{'s' if len(terms_like) == 1 else ''} "
+                        + looks_other)
+            if terms == "slot" and "slot_verdict" in d.columns and verdict != "slot_verdict":
+                todo[-1] += ", or use this file's slot_verdict column (--verdict slot_verdict)"
+        if rest:
+            one = len(rest) == 1
+            todo.append(f"if {', '.join(map(repr, rest[:8]))} mean{'s' if one else ''} that the judge's output could "
+                        f"not be parsed, count {'it as a failed parse' if one else 'them as failed parses'} with "
+                        f"--failed {' '.join(rest[:8])}")
+        raise SchemaError(tbl, verdict, _rows(bad), f"unknown verdict(s) {shown}; expected {expected}, an empty "
+                          f"cell for a failed parse, or a --failed token. {'; '.join(todo)}", source)
+    if terms == "model":
+        if order not in d.columns:
+            raise SchemaError(tbl, order, [], f"missing column {order!r}; present: {list(d.columns)}. --verdict-terms "
+                              "model maps A/B to the presented slots with the presentation-order column (AB / BA): "
+                              "name it with --order", source)
+        o = d[order].map(lambda v: None if _text_or_none(v) is None else str(v).strip().upper())
+        bad_o = ~o.isin(ORDERS).to_numpy()
+        if bad_o.any():
+            found = sorted({str(v) for v in d.loc[bad_o, order]})[:5]
+            raise SchemaError(tbl, order, _rows(bad_o),
+                              f"--verdict-terms model maps A/B to the presented slots with the order, which must be "
+                              f"AB (A shown first) or BA (B shown first); found {found}. Use --verdict-terms slot "
+                              "for verdicts that name the presented slot (first/second)", source)
+        text = to_slot(text, o)
+    d[verdict] = text.to_numpy()
+    if is_failed.any():
+        if parse_status not in d.columns:
+            d[parse_status] = "ok"
+        d[parse_status] = d[parse_status].astype(object).where(~is_failed, "failed")
+        print(f"medeval: {source}: {int(is_failed.sum())} verdict(s) counted as failed parses (--failed): "
+              + ", ".join(f"{t!r} x{int(n)}" for t, n in counts.items()), file=sys.stderr)
+    return d
+
+
+def _check_two_orders(df: pd.DataFrame, fmt: str, order: str, source: str) -> None:
+    """``--from``: the file must hold pairwise judgments shown in the two orders AB and BA."""
+    from medeval_kit.readers import ReaderError
+
+    proto = df["protocol"].astype(str) if "protocol" in df.columns else pd.Series("pairwise", index=df.index)
+    orders = df[order].astype(str) if order in df.columns else pd.Series("", index=df.index)
+    norm = orders.str.strip().str.upper()
+    if norm[proto.eq("pairwise") & norm.isin(ORDERS)].nunique() == len(ORDERS):
+        return
+    protos = sorted(proto.unique())[:5]
+    found = sorted(orders.unique())[:5]
+    raise ReaderError(f"{source}: medeval position-bias --from {fmt} needs pairwise judgments shown in both "
+                      f"presentation orders (order AB and BA); the {fmt} judgments in this file have protocol "
+                      f"{protos} and order {found}")
+
+
 def _cli_position_bias(args) -> int:
-    df = read_judgments(args.file)
     if args.n_boot < 0:
         raise DataFileError("--n-boot must be 0 or positive")
+    src = str(args.file)
+    verdict = args.verdict or "verdict"
+    terms = args.verdict_terms or ("model" if args.from_format else "slot")
+    if args.from_format:  # the tidy judgments: verdict in model terms, order AB/BA, parse_status
+        from medeval_kit.readers import read_for_command
+
+        df = read_for_command(args.from_format, args.file, "judgments", command="position-bias")
+        _check_two_orders(df, args.from_format, args.order, src)
+    else:
+        df = read_judgments(args.file, text_columns=[verdict])
+    parse_status = args.parse_status if args.parse_status not in (None, "", "__none__") else "parse_status"
+    df = _slot_verdicts(df, verdict=verdict, terms=terms, order=args.order, failed=args.failed or (),
+                        parse_status=parse_status, source=src)
     res = position_bias(
         df, item=args.item, judge=args.judge, criterion=args.criterion, order=args.order,
-        slot_verdict=args.verdict, verdict="__none__", repeat=args.repeat, parse_status=args.parse_status,
-        protocol="protocol", n_boot=args.n_boot, seed=args.seed, source=str(args.file),
+        slot_verdict=verdict, verdict="__none__", repeat=args.repeat, parse_status=parse_status,
+        protocol="protocol", n_boot=args.n_boot, seed=args.seed, source=src,
     )
     wide = position_bias_wide(res)
     if args.format == "json":

@@ -40,14 +40,17 @@ from medeval_kit.readers.promptfoo import read_promptfoo
 
 __all__ = [
     "FORMATS",
+    "FORMAT_TABLES",
     "ReadResult",
     "ReaderError",
+    "add_from_option",
     "read_alpaca_eval",
     "read_format",
     "read_healthbench_meta",
     "read_inspect",
     "read_mtbench",
     "read_mtbench_human",
+    "read_for_command",
     "read_promptfoo",
     "read_tidy",
     "register_cli",
@@ -89,6 +92,72 @@ def read_format(fmt: str, path: str | Path, *, table: str | None = None, **optio
     if table is None:
         return res
     return res.table(None if table == "primary" else table)
+
+
+FORMAT_TABLES: dict[str, tuple[str, ...]] = {
+    "inspect": ("judgments", "items", "responses"),
+    "alpaca_eval": ("judgments", "annotations", "items", "responses"),
+    "mtbench": ("judgments", "annotations"),
+    "mtbench_human": ("annotations", "items", "responses"),
+    "healthbench": ("annotations", "items"),
+    "promptfoo": ("judgments", "items", "responses"),
+}
+"""Format name -> the tables its reader can give (a given file may give fewer; see :data:`FORMAT_NOTES`)."""
+
+FORMAT_NOTES = {
+    "mtbench": "the mtbench format gives annotations for pairwise files (*_pair.jsonl) only",
+}
+
+_NEEDS = {
+    "annotations": "one label per item and rater",
+    "judgments": "the judge's verdict per item, presentation order and repeat",
+}
+
+
+def add_from_option(parser, table: str) -> None:
+    """Add ``--from FORMAT`` to an analysis command that needs the tidy ``table`` (annotations or judgments)."""
+    parser.add_argument(
+        "--from", dest="from_format", metavar="FORMAT", choices=sorted(FORMATS), default=None,
+        help=f"FILE is another tool's results file in FORMAT, one of {', '.join(FORMATS)} (the formats of "
+             f"'medeval import'): it is read with that reader and its {table} table is used; the column "
+             "options then default to the tidy column names, and the reader's summary (records read, rows "
+             "dropped and why) goes to stderr")
+
+
+def read_for_command(fmt: str, path: str | Path, table: str, *, command: str, **options) -> pd.DataFrame:
+    """``--from FORMAT`` of the analysis commands: the tidy ``table`` of ``path``, the summary on stderr.
+
+    Reads with :func:`read_format` (``options`` go to the reader), prints :meth:`ReadResult.summary` to
+    stderr and returns the table. A file that cannot give ``table`` raises :class:`ReaderError` naming
+    the format, what it gives, and what to do instead.
+    """
+    res = read_format(fmt, path, **options)
+    print(res.summary(), file=sys.stderr)
+    if getattr(res, table) is not None:
+        return res.table(table)
+    fmt = res.format
+    have = [t for t in TABLES if t in res.tables]
+    can = FORMAT_TABLES.get(fmt, ())
+    if table in can:
+        gives = f"this file gives {', '.join(have) or 'no table'}"
+        if res.dropped:
+            gives += " (dropped: " + "; ".join(f"{r} x{n}" for r, n, _ in res.dropped) + ")"
+    else:
+        gives = f"the {fmt} format gives {', '.join(can)}"
+    note = f"; {FORMAT_NOTES[fmt]}" if fmt in FORMAT_NOTES else ""
+    if table == "annotations" and "judgments" in have:
+        j = res.judgments
+        two = j["protocol"].eq("pairwise") & j["order"].astype(str).isin(["AB", "BA"])
+        todo = (f". Its judgments: 'medeval position-bias --from {fmt} FILE' for position bias, or "
+                if j.loc[two, "order"].nunique() == 2 else ". Its judgments: ")
+        todo += f"'medeval import {fmt} FILE --table judgments -o judgments.csv' writes them as a table"
+    elif table == "judgments" and "annotations" in have:
+        todo = (f". Its annotations go to 'medeval agreement', 'medeval judge-vs-humans' and 'medeval alt-test' "
+                f"with --from {fmt}")
+    else:
+        todo = ""
+    raise ReaderError(f"{res.source}: medeval {command} --from {fmt} needs the {table} table "
+                      f"({_NEEDS.get(table, table)}), but {gives}{note}{todo}")
 
 
 _TEXT_KINDS = ("str",)
