@@ -32,6 +32,8 @@ from scipy import stats as sps
 from medeval_kit.errors import MedevalError, SchemaError
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
+MAX_CATEGORIES = 200
+"""More distinct labels than this at a nominal or ordinal level is refused (see :func:`prepare`)."""
 
 
 class AgreementError(MedevalError, ValueError):
@@ -158,6 +160,15 @@ def prepare(
             "each item once; filter by criterion or drop repeats", source,
         )
     cats = infer_categories(df[label], categories, level, label, source)
+    if level in ("nominal", "ordinal") and len(cats) > MAX_CATEGORIES:
+        # Pairwise features are K x K per item: thousands of "categories" would need hundreds of GiB.
+        shown = ", ".join(repr(str(c))[:40] for c in cats[:3])
+        raise SchemaError(
+            "annotations", label, [],
+            f"{len(cats)} distinct labels (e.g. {shown}, ...): agreement needs categories, and more than "
+            f"{MAX_CATEGORIES} look like free text or an id column. Point the label option at the column with "
+            "the verdicts, or map the labels to categories first (numeric scores: use an interval level)", source,
+        )
     lab = df[label]
     if isinstance(lab.dtype, pd.CategoricalDtype):
         lab = lab.astype(object)

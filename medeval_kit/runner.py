@@ -17,6 +17,7 @@ execute in parallel; a failed run skips only the runs that need it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -256,21 +257,46 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
     t0 = time.perf_counter()
-    for attempt in range(3):
-        try:
-            pm.execute_notebook(
-                str(_notebook_path(run.notebook)), out, parameters=params, cwd=cwd,
-                kernel_name=kernel, progress_bar=False, log_output=False,
-            )
-        except pm.PapermillExecutionError as exc:
-            return time.perf_counter() - t0, exc.exec_count, f"{exc.ename}: {str(exc.evalue)[:300]}"
-        except Exception as exc:  # kernel failed to start (e.g. a port race between parallel kernels)
-            if attempt == 2:
-                return time.perf_counter() - t0, None, f"{type(exc).__name__}: {str(exc)[:300]}"
-            time.sleep(1 + attempt)
-        else:
-            break
+    with _kernel_stderr() as captured:  # the kernel's own chatter is shown only when the run fails
+        for attempt in range(3):
+            try:
+                pm.execute_notebook(
+                    str(_notebook_path(run.notebook)), out, parameters=params, cwd=cwd,
+                    kernel_name=kernel, progress_bar=False, log_output=False,
+                )
+            except pm.PapermillExecutionError as exc:
+                return time.perf_counter() - t0, exc.exec_count, f"{exc.ename}: {str(exc.evalue)[:300]}"
+            except Exception as exc:  # kernel failed to start (e.g. a port race between parallel kernels)
+                if attempt == 2:
+                    tail = captured().strip()[-500:]
+                    return (time.perf_counter() - t0, None,
+                            f"{type(exc).__name__}: {str(exc)[:300]}" + (f"\nkernel stderr: {tail}" if tail else ""))
+                time.sleep(1 + attempt)
+            else:
+                break
     return time.perf_counter() - t0, None, ""
+
+
+@contextlib.contextmanager
+def _kernel_stderr():
+    """Send file descriptor 2 (inherited by the kernel) to a temporary file; yield a reader of it.
+
+    ipykernel prints "Kernel is running over TCP without encryption" for every kernel and
+    "KeyboardInterrupt caught in kernel" when a finished kernel is shut down: noise on success.
+    Runs execute in worker processes, so the parent's progress bar is not affected.
+    """
+    import tempfile
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield lambda: (tmp.seek(0), tmp.read().decode("utf-8", "replace"))[1]
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
 
 
 def run_studies(
@@ -373,12 +399,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
             for s in studies.values()
         }, indent=2, default=str))
         return 0
+    runs = [r for s in studies.values() for r in s.runs]
+    wn = max((len(r.name) for r in runs), default=4)  # columns as wide as the longest entry
+    wb = max((len(r.notebook) for r in runs), default=8)
     for s in studies.values():
         print(f"{s.name}: {s.description}")
         for r in s.runs:
             params = ", ".join(f"{k}={v!r}" for k, v in r.parameters.items())
             needs = f"  (needs {', '.join(r.needs)})" if r.needs else ""
-            print(f"  - {r.name:<24} {r.notebook:<32} {params}{needs}")
+            print(f"  - {r.name:<{wn}}  {r.notebook:<{wb}}  {params}{needs}")
     return 0
 
 

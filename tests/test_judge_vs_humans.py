@@ -295,3 +295,14 @@ def test_literal_none_and_na_labels_are_labels(tmp_path):
     t = ag.read_annotations(f)
     assert t["label"].tolist()[:4] == ["None", "None", "NA", "NA"] and pd.isna(t["label"].iloc[5])
     assert ag.read_annotations(f, missing=["NA"])["label"].isna().sum() == 3
+
+
+def test_high_cardinality_labels_are_refused_before_any_allocation(tmp_path, capsys):
+    # Issue 13 finding: about 4,800 distinct labels gave numpy's "Unable to allocate 206 GiB".
+    n = 2400
+    t = pd.DataFrame({"item": np.repeat(np.arange(n), 2), "rater": ["a", "b"] * n,
+                      "label": [f"free text answer {i}" for i in range(2 * n)]})
+    f = _write(t, tmp_path, "free.csv")
+    assert main(["agreement", str(f), "--n-boot", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "4800 distinct labels" in err and "free.csv" in err and "'label'" in err

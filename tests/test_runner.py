@@ -42,8 +42,11 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_failure_is_isolated_and_named(project):
+def test_failure_is_isolated_and_named(project, capfd):
     results = {r.run.name: r for r in runner.run_studies(["demo"], jobs=2, progress=False)}
+    # issue 13: the kernels' "TCP without encryption" / "KeyboardInterrupt caught in kernel" noise is gone
+    noise = capfd.readouterr().err
+    assert "without encryption" not in noise and "KeyboardInterrupt" not in noise
     assert results["a"].status == "ok" and results["after_a"].status == "ok"
     assert results["bad"].status == "failed"
     assert "ValueError: planted failure" in results["bad"].error
