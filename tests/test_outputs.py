@@ -68,3 +68,15 @@ def test_every_saved_figure_has_all_formats_and_a_valid_sidecar():
         if meta.get("kind") != "plotly":
             assert {Path(n).suffix for n in meta["files"]} == {".pdf", ".png", ".svg"}, side
             assert "study" in meta and "parameters" in meta, f"{side}: sidecar lacks study/parameters"
+
+
+def test_markdown_cells_cannot_break_the_table_or_inject_html(tmp_path):
+    # Issue 13: model replies with "|" and newlines broke Markdown tables; raw HTML passed through.
+    df = pd.DataFrame({"reply": ['{"verdict": "A"} | or B', "line 1\nline 2", "<script>x</script> & co"],
+                       "n": [1, 2, 3]})
+    md = save_table(df, "replies", tmp_path)["md"].read_text().splitlines()
+    assert len(md) == 2 + len(df)  # header, rule, one line per row
+    assert all(line.count(" | ") + line.count("|:") + line.count(":|") >= 1 for line in md)
+    body = "\n".join(md[2:])
+    assert "\\|" in body and "<br>" in body and "<script>" not in body and "&lt;script&gt;" in body
+    assert pd.read_csv(tmp_path / "replies.csv")["reply"].tolist() == df["reply"].tolist()  # CSV keeps the text
