@@ -22,14 +22,7 @@ import pytest
 from medeval_kit.cli import main
 from medeval_kit.readers import FORMATS, read_format
 
-FX = Path(__file__).parent / "fixtures" / "formats"
-PAIR = FX / "mtbench" / "gpt-4_pair.jsonl"
-SINGLE = FX / "mtbench" / "gpt-4_single.jsonl"
-HUMAN = FX / "mtbench" / "human_judgments.json"
-ALPACA = FX / "alpaca_eval" / "annotations.json"
-HEALTH = FX / "healthbench" / "meta_eval.jsonl"
-PROMPTFOO = FX / "promptfoo" / "results.json"
-INSPECT_JSON = FX / "inspect" / "log.json"
+from format_fixtures import PAIR, SINGLE, HUMAN, ALPACA, HEALTH, PROMPTFOO, INSPECT_JSON  # noqa: E402
 
 
 def _run(capsys, argv) -> tuple[int, str, str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from stub_server import StubServer  # noqa: E402
+from llm_helpers import env, fast, req, stub  # noqa: E402,F401
 
 from medeval_kit.llm import (  # noqa: E402
     BudgetError,
@@ -43,31 +43,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:Depre
 
 SCHEMA = {"type": "object", "properties": {"label": {"enum": ["A", "B", "tie"]}, "reason": {"type": "string"}},
           "required": ["label"]}
-
-
-def req(text: str, **kw) -> Request:
-    return Request(messages=[{"role": "system", "content": "You judge."}, {"role": "user", "content": text}], **kw)
-
-
-@pytest.fixture()
-def stub():
-    with StubServer() as srv:
-        yield srv
-
-
-@pytest.fixture()
-def env(monkeypatch, tmp_path):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
-    monkeypatch.setenv("MEDEVAL_CACHE", str(tmp_path / "cache.sqlite"))
-    return tmp_path
-
-
-def fast(model: str, **kw):
-    kw.setdefault("backoff_base", 0.01)
-    kw.setdefault("backoff_max", 0.05)
-    kw.setdefault("timeout", 5.0)
-    return get_client(model, **kw)
 
 
 # --------------------------------------------------------------------------- model strings and keys

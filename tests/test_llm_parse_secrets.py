@@ -27,33 +27,17 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from llm_helpers import fast, req, stub  # noqa: E402,F401
 from stub_server import StubServer  # noqa: E402
 
 from medeval_kit.errors import MedevalError  # noqa: E402
-from medeval_kit.llm import Cache, MissingKeyError, Request, get_client, parse_reply, reparse, to_frame  # noqa: E402
+from medeval_kit.llm import Cache, MissingKeyError, get_client, parse_reply, reparse, to_frame  # noqa: E402
 from medeval_kit.llm.execute import redact  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
 ROOT = Path(__file__).resolve().parents[1]
 VERDICT = {"type": "object", "properties": {"verdict": {"enum": ["A", "B", "tie"]}}, "required": ["verdict"]}
-
-
-def req(text: str, **kw) -> Request:
-    return Request(messages=[{"role": "system", "content": "You judge."}, {"role": "user", "content": text}], **kw)
-
-
-def fast(model: str, **kw):
-    kw.setdefault("backoff_base", 0.01)
-    kw.setdefault("backoff_max", 0.05)
-    kw.setdefault("timeout", 5.0)
-    return get_client(model, **kw)
-
-
-@pytest.fixture()
-def stub():
-    with StubServer() as srv:
-        yield srv
 
 
 # =========================================================================== parsing that never guesses

@@ -37,15 +37,7 @@ from medeval_kit.readers import (
 )
 from medeval_kit.schemas import validate
 
-FX = Path(__file__).parent / "fixtures" / "formats"
-PAIR = FX / "mtbench" / "gpt-4_pair.jsonl"
-SINGLE = FX / "mtbench" / "gpt-4_single.jsonl"
-HUMAN = FX / "mtbench" / "human_judgments.json"
-ALPACA = FX / "alpaca_eval" / "annotations.json"
-HEALTH = FX / "healthbench" / "meta_eval.jsonl"
-PROMPTFOO = FX / "promptfoo" / "results.json"
-INSPECT_JSON = FX / "inspect" / "log.json"
-INSPECT_MEMBERS = FX / "inspect" / "eval_members"
+from format_fixtures import PAIR, SINGLE, HUMAN, ALPACA, HEALTH, PROMPTFOO, INSPECT_JSON, INSPECT_MEMBERS  # noqa: E402
 
 
 def _status(df: pd.DataFrame) -> dict:
