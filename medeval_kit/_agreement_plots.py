@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 import pandas as pd
 
-from medeval_kit import plots
+from medeval_kit import viz as plots
 
 
 def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = None, width="single"):

@@ -253,7 +253,7 @@ def alt_test(
     if dup.any():
         raise SchemaError("annotations", rater, data.loc[dup, "row"].tolist(),
                           "a rater labelled the same item more than once; keep one label per (item, rater) "
-                          "(resolve repeats first, e.g. with medeval_kit.resolve)", source)
+                          "(resolve repeats first, e.g. with medeval_kit.pairwise)", source)
     scoring = _resolve_scoring(scoring, data)
     if scoring == "neg_rmse":
         data = data.assign(value=_numeric(data, label, source))

@@ -39,7 +39,7 @@ def load_judgments_for_app(path: str = "") -> pd.DataFrame:
     from pathlib import Path
 
     from medeval_kit.datasets import read_table
-    from medeval_kit.runner import project_root
+    from medeval_kit.paths import root as project_root
 
     p = Path(path) if path and path != "synthetic" else project_root() / "tables" / "judging" / "judgments.csv"
     if path != "synthetic" and p.exists():
@@ -79,7 +79,7 @@ def round_trajectory(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
 
 def plot_item_rounds(rounds: pd.DataFrame, item: str):
     """Return a Figure of each component's score share by round for one item, with the total in black."""
-    from medeval_kit.plots import figure, paper_style
+    from medeval_kit.viz import figure, paper_style
 
     r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")].copy()
     r["share"] = r["score"] / r["max_score"]

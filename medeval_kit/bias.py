@@ -37,12 +37,12 @@ import pandas as pd
 from scipy import stats
 
 from medeval_kit.errors import DataFileError, SchemaError
-from medeval_kit.resolve import (
+from medeval_kit.stats import proportion_ci
+from medeval_kit.pairwise import (
     MODEL_LABELS,
     ORDERS,
     SLOT_LABELS,
-    _polarity_series,
-    proportion_ci,
+    polarity_series,
     to_slot,
     unswap,
 )
@@ -684,7 +684,7 @@ def _pairwise_design(
         d[judge] = "judge"
     if criterion not in d.columns:
         d[criterion] = "overall"
-    d["_pol"] = _polarity_series(d, criterion, reversed_criteria, polarity)
+    d["_pol"] = polarity_series(d, criterion, reversed_criteria, polarity)
     ok = d[verdict].notna()
     if parse_status and parse_status in d.columns:
         ok &= d[parse_status].eq("ok")
@@ -1180,7 +1180,7 @@ def simulate_self_preference(
 
 # =========================================================================== plots
 def _errorbar_plot(res: pd.DataFrame, metric: str, ylabel: str, ref: float | None, title: str):
-    from medeval_kit.plots import figure, paper_style
+    from medeval_kit.viz import figure, paper_style
 
     d = res[res["metric"] == metric].copy()
     with paper_style():
@@ -1227,7 +1227,7 @@ def plot_consistency_vs_agreement(
     title: str = "Consistency vs agreement",
 ):
     """Scatter of order consistency (x) against agreement with a reference (y), with 2-D CI bars."""
-    from medeval_kit.plots import figure, paper_style
+    from medeval_kit.viz import figure, paper_style
 
     w = res[res["metric"].isin([x, y])].pivot_table(index="judge", columns="metric",
                                                     values=["estimate", "ci_low", "ci_high"], aggfunc="first")
@@ -1250,7 +1250,7 @@ def plot_consistency_vs_agreement(
 
 def plot_letter_balance(letters: pd.DataFrame, *, title: str = "Correct-answer letter per generator"):
     """Share of each correct letter per generator (rows) with CI bars; dashed line at 1/k."""
-    from medeval_kit.plots import figure, paper_style
+    from medeval_kit.viz import figure, paper_style
     import seaborn as sns
 
     d = letters[letters["metric"] == "letter_rate"]
@@ -1278,7 +1278,7 @@ def plot_letter_balance(letters: pd.DataFrame, *, title: str = "Correct-answer l
 
 def plot_self_preference(res: pd.DataFrame, *, title: str = "Self and family preference"):
     """Horizontal CI bars of Delta_self / Delta_family per (rater -> target), with the zero line."""
-    from medeval_kit.plots import figure, paper_style
+    from medeval_kit.viz import figure, paper_style
 
     d = res.dropna(subset=["estimate"]).reset_index(drop=True)
     with paper_style():
@@ -1299,7 +1299,7 @@ def plot_self_preference(res: pd.DataFrame, *, title: str = "Self and family pre
 def plot_rate_by_judge(res: pd.DataFrame, metric: str, *, ref: float | None = 0.5, xlabel: str | None = None,
                        title: str = ""):
     """Horizontal CI bars of one metric per judge (e.g. ``longer_preferred``, ``flip_rate``)."""
-    from medeval_kit.plots import figure, paper_style
+    from medeval_kit.viz import figure, paper_style
 
     d = res[res["metric"] == metric].reset_index(drop=True)
     with paper_style():

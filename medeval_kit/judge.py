@@ -840,13 +840,13 @@ def to_annotations(df: pd.DataFrame, *, item: str = "item", judge: str = "judge"
     """An ``annotations`` table (item, rater, rater_kind, criterion, label) from judge verdicts.
 
     Use it on one verdict per (item, judge, criterion), e.g. the output of
-    :func:`medeval_kit.resolve.resolve_orders`; NA verdicts (dropped, failed) stay NA labels.
+    :func:`medeval_kit.pairwise.resolve_orders`; NA verdicts (dropped, failed) stay NA labels.
     """
     dup = df.duplicated([item, judge, criterion], keep=False)
     if dup.any():
         raise SchemaError("judgments", f"{item},{judge},{criterion}", [int(i) for i in np.flatnonzero(dup)],
                           "one verdict per item, judge and criterion is needed; resolve orders and repeats "
-                          "first (medeval_kit.resolve.resolve_orders)")
+                          "first (medeval_kit.pairwise.resolve_orders)")
     return pd.DataFrame({"item": df[item].astype(str).to_numpy(), "rater": df[judge].astype(str).to_numpy(),
                          "rater_kind": rater_kind, "criterion": df[criterion].astype(str).to_numpy(),
                          "label": df[verdict].astype(object).where(df[verdict].notna(), None).to_numpy()})
@@ -877,7 +877,7 @@ def acc_tuple_triple(
     ``estimate, ci_low, ci_high`` (exact binomial; pairs within an item are not independent, see
     ``note``), ``n`` (pairs or items), ``n_items``, ``n_failed``, ``n_skipped``.
     """
-    from medeval_kit.resolve import proportion_ci
+    from medeval_kit.stats import proportion_ci
 
     check_protocol(judgments, "multi_response")
     for c in (item, target, score, "judge", "repeat"):
@@ -1342,7 +1342,7 @@ def human_agreement(
     """Score the judge against the bundled human labels of ``dataset``, where they exist.
 
     ``pairwise`` on PandaLM: the two orders are resolved with ``policy``
-    (:func:`medeval_kit.resolve.resolve_orders`; repeats by majority first) and the judge is compared
+    (:func:`medeval_kit.pairwise.resolve_orders`; repeats by majority first) and the judge is compared
     scored exactly like a held-out annotator: against the consensus of the other annotators on each
     item, next to the annotators themselves (:func:`medeval_kit.agreement.judge_vs_humans`, symmetric
     leave-one-out, Cohen's kappa over A/B/tie, paired bootstrap CIs for the gap).
@@ -1354,7 +1354,7 @@ def human_agreement(
     """
     from medeval_kit import agreement
     from medeval_kit.datasets import load_pandalm
-    from medeval_kit.resolve import majority_over_repeats, resolve_orders
+    from medeval_kit.pairwise import majority_over_repeats, resolve_orders
 
     proto = check_protocol(judgments)
     if dataset == "pandalm" and proto == "pairwise":
@@ -1399,7 +1399,7 @@ def plot_verdicts(judgments: pd.DataFrame, *, title: str | None = None):
     Pairwise: presented-slot verdicts per order (a position-biased judge piles up on ``first``).
     k-slot protocols: verdicts by shown position. Others: by criterion (first 12). Returns the figure.
     """
-    from medeval_kit import plots
+    from medeval_kit import viz as plots
 
     proto = check_protocol(judgments)
     d = judgments.copy()
@@ -1430,12 +1430,13 @@ def score_summary(judgments: pd.DataFrame, *, policy: str = "drop", confidence: 
     """What the judge says about the judged models, per protocol, with denominators.
 
     ``pairwise``: orders resolved with ``policy``, then the polarity-aware win rate of model A
-    (:func:`medeval_kit.resolve.win_rate`). ``rubric``: mean component / total score per target
+    (:func:`medeval_kit.pairwise.win_rate`). ``rubric``: mean component / total score per target
     (:func:`rubric_scores`), with ``n`` scored units and ``n_failed``. ``reference`` /
     ``multi_answer``: per target the counts of each label and the share correct among parsed,
     non-abstaining calls (exact CI). ``multi_response``: mean score per target.
     """
-    from medeval_kit.resolve import proportion_ci, resolve_orders, win_rate
+    from medeval_kit.pairwise import resolve_orders, win_rate
+    from medeval_kit.stats import proportion_ci
 
     proto = check_protocol(judgments)
     if proto == "pairwise":

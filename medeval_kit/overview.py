@@ -128,7 +128,7 @@ _ROUND_COLS = ("item", "round", "component", "aspect", "score", "max_score", "st
 
 def plot_label_distribution(dist: pd.DataFrame, *, group: str = "rater", label: str = "label", title: str = ""):
     """Return a horizontal stacked-bar Figure of label shares per group, with n in each group label."""
-    from medeval_kit.plots import figure, paper_style
+    from medeval_kit.viz import figure, paper_style
 
     with paper_style():
         wide = dist.pivot_table(index=group, columns=label, values="share", fill_value=0.0, sort=False)
@@ -150,7 +150,7 @@ def plot_score_distribution(judgments: pd.DataFrame, items: pd.DataFrame, *, by:
     """Return a Figure of mean judge score (±95% CI) per ``by`` group, one panel per criterion."""
     import seaborn as sns
 
-    from medeval_kit.plots import DOUBLE_COLUMN, paper_style
+    from medeval_kit.viz import DOUBLE_COLUMN, paper_style
 
     data = judgments.merge(items[["item", by]], on="item").dropna(subset=["score"])
     with paper_style():

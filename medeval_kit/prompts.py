@@ -30,8 +30,8 @@ declared variable must be used. ``{{{{`` and ``}}}}`` produce literal ``{{`` and
 Front-matter keys ``name``, ``version``, ``description``, ``variables``, ``schema`` and
 ``polarity`` are attributes of :class:`Prompt`; any other key is kept in :attr:`Prompt.meta`.
 
-The folder is ``<repo>/prompts`` unless the environment variable ``MEDEVAL_PROMPTS`` points
-elsewhere (or ``root=`` is passed).
+The folder is ``prompts/`` in the project root (``MEDEVAL_ROOT``), else the toolkit's own
+(:func:`medeval_kit.paths.prompts_dir`), unless ``root=`` is passed.
 
 Rubrics are YAML files ``prompts/rubrics/<name>.yaml`` loaded by :func:`load_rubric`.
 
@@ -84,13 +84,10 @@ class PromptError(MedevalError, ValueError):
 
 
 def prompts_dir(root: str | Path | None = None) -> Path:
-    """Return the prompts folder: ``root``, else ``$MEDEVAL_PROMPTS``, else ``<repo>/prompts``."""
-    if root is not None:
-        return Path(root)
-    env = os.environ.get("MEDEVAL_PROMPTS")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / "prompts"
+    """Return the prompts folder: ``root``, else :func:`medeval_kit.paths.prompts_dir`."""
+    from medeval_kit import paths
+
+    return Path(root) if root is not None else paths.prompts_dir()
 
 
 @dataclass(frozen=True)

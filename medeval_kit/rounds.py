@@ -522,7 +522,7 @@ def _need(df: pd.DataFrame, cols: Iterable[str]) -> None:
 
 def _wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for k/n (NaN when n == 0)."""
-    from medeval_kit.resolve import proportion_ci
+    from medeval_kit.stats import proportion_ci
 
     return proportion_ci(int(k), int(n), confidence=level, method="wilson")
 
@@ -1069,7 +1069,7 @@ STOPPING_RULE_NOTE = (
 
 def plot_round_means(means: pd.DataFrame, *, ax=None, title: str | None = None, ylabel: str = "mean total score"):
     """Plot :func:`round_means` output: available-only vs LOCF means with CIs and n per round."""
-    from medeval_kit.plots import figure
+    from medeval_kit.viz import figure
 
     if ax is None:
         fig, ax = figure("single")
@@ -1100,7 +1100,7 @@ def plot_round_means(means: pd.DataFrame, *, ax=None, title: str | None = None, 
 
 def plot_component_trajectories(traj: pd.DataFrame, *, method: str = "available", ax=None, title: str | None = None):
     """Plot per-component round means (output of :func:`round_means` with ``by="component"``)."""
-    from medeval_kit.plots import figure
+    from medeval_kit.viz import figure
 
     if ax is None:
         fig, ax = figure("single")
@@ -1122,7 +1122,7 @@ def plot_component_trajectories(traj: pd.DataFrame, *, method: str = "available"
 
 def plot_stop_best(dist: pd.DataFrame, *, ax=None, title: str | None = None):
     """Grouped bars of the stop-round and best-round shares (output of :func:`stop_best_distribution`)."""
-    from medeval_kit.plots import figure
+    from medeval_kit.viz import figure
 
     if ax is None:
         fig, ax = figure("single")

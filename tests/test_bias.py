@@ -302,7 +302,7 @@ def test_lineage_file_loads():
 
 # ---------------------------------------------------------------- plots
 def test_plots_save(tmp_path):
-    from medeval_kit.plots import save_figure
+    from medeval_kit.viz import save_figure
 
     df = synthetic_pairwise(n_items=50, criteria=("a", "b"), seed=0)
     res = bias.position_bias(df)

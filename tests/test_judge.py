@@ -84,7 +84,7 @@ def test_position_biased_judge_flips():
     j = J.judge_pairwise(PAIRS, client=FakeClient(lambda r: '{"verdict": "A"}'))
     assert (j.slot_verdict == "first").all()
     assert list(j.sort_values(["item", "order"]).verdict) == ["A", "B"] * 3
-    from medeval_kit.resolve import resolve_orders
+    from medeval_kit.pairwise import resolve_orders
 
     res = resolve_orders(j, "drop", polarity="polarity")
     assert res.consistent.eq(False).all() and res.verdict.isna().all()
@@ -137,7 +137,7 @@ def test_reversed_polarity():
     assert "WORSE" in req.messages[-1]["content"]
     assert "neither" in req.schema["properties"]["verdict"]["enum"]
     # win rate from resolve is polarity-aware: A loses on harmfulness
-    from medeval_kit.resolve import resolve_orders, win_rate
+    from medeval_kit.pairwise import resolve_orders, win_rate
 
     wr = win_rate(resolve_orders(j, "neutral", polarity="polarity")).set_index("criterion")
     assert wr.loc["correctness", "n_wins"] == 1 and wr.loc["harmfulness", "n_losses"] == 1
@@ -339,7 +339,7 @@ def test_mixed_protocols_clear_error():
 
 def test_to_annotations_and_agreement_roundtrip():
     j = J.judge_pairwise(PAIRS, client=FakeClient(prefers_good))
-    from medeval_kit.resolve import resolve_orders
+    from medeval_kit.pairwise import resolve_orders
 
     res = resolve_orders(j, "drop", polarity="polarity")
     ann = J.to_annotations(res)

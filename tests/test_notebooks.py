@@ -50,7 +50,7 @@ def test_defaults_are_a_study_run(path):
     run rewrites exactly what `make figures` writes (and replays only recorded LLM calls)."""
     import ast
 
-    from medeval_kit import runner
+    from medeval_kit.cli import runner
 
     declared = runner.notebook_parameters(path)
     defaults = {}

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from medeval_kit.plots import figure, save_figure
+from medeval_kit.viz import figure, save_figure
 from medeval_kit.tables import save_table
 
 
@@ -42,7 +42,7 @@ def test_save_figure_formats_sidecar_and_stability(tmp_path):
 def test_save_plotly_cdn_and_offline(tmp_path):
     import plotly.graph_objects as go
 
-    from medeval_kit.plots import save_plotly
+    from medeval_kit.viz import save_plotly
 
     fig = go.Figure(go.Bar(x=["a", "b"], y=[1, 2]))
     small = save_plotly(fig, "p", tmp_path / "cdn", meta={"study": "s"})

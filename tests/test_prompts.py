@@ -72,11 +72,12 @@ def test_user_only_template_has_no_system_message():
     assert p.render(q="1") == [{"role": "user", "content": "Ask 1"}]
 
 
-def test_env_override_and_unknown_template(tmp_path, monkeypatch):
-    (tmp_path / "g").mkdir()
-    (tmp_path / "g" / "one.md").write_text(GOOD)
-    monkeypatch.setenv("MEDEVAL_PROMPTS", str(tmp_path))
-    assert prompts_dir() == tmp_path
+def test_project_prompts_override_and_unknown_template(tmp_path, monkeypatch):
+    """A user's project (MEDEVAL_ROOT) with its own prompts/ folder is used instead of ours."""
+    (tmp_path / "prompts" / "g").mkdir(parents=True)
+    (tmp_path / "prompts" / "g" / "one.md").write_text(GOOD)
+    monkeypatch.setenv("MEDEVAL_ROOT", str(tmp_path))
+    assert prompts_dir() == tmp_path / "prompts"
     assert list_prompts() == ["g/one"]
     assert load_prompt("g/one").name == "t/demo"
     with pytest.raises(PromptError, match="g/two.*does not exist.*g/one"):

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from medeval_kit.report import build_report, collect_published
+from medeval_kit.cli.report import build_report, collect_published
 from medeval_kit.errors import SchemaError
 
 

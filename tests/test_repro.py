@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import math
 from pathlib import Path
 
@@ -314,31 +313,7 @@ def test_committed_tables_follow_the_rule():
     assert allp["status"].value_counts().to_dict() == {"reproduced": 66, "differs": 49, "not recoverable": 35}
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names |= {f"{node.module}.{a.name}" for a in node.names}
-    return names
-
-
-# Above the library: the report shows the reproduction tables (the cli/ layer).
-ALLOWED = {"report.py"}
-
-
-def test_nothing_in_the_library_imports_repro():
-    offenders = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE)
-        if rel.parts[0] == "repro" or str(rel) in ALLOWED:
-            continue
-        if any(n == "medeval_kit.repro" or n.startswith("medeval_kit.repro.") for n in _imports(path)):
-            offenders.append(str(rel))
-    assert not offenders, f"library modules import medeval_kit.repro: {offenders}"
+# That nothing in the library imports repro is checked with the other layering rules in test_layers.py.
 
 
 def test_no_paper_constants_left_in_the_generic_modules():

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medeval_kit import resolve
+from medeval_kit import pairwise as resolve
 from medeval_kit.errors import SchemaError
-from medeval_kit.resolve import (
+from medeval_kit.pairwise import (
     majority_over_repeats,
     merge_judges,
     resolve_orders,
@@ -202,10 +202,12 @@ def test_polarity_column_checked():
 def test_proportion_ci_matches_scipy():
     from scipy.stats import binomtest
 
-    lo, hi = resolve.proportion_ci(7, 20)
+    from medeval_kit.stats import proportion_ci
+
+    lo, hi = proportion_ci(7, 20)
     ci = binomtest(7, 20).proportion_ci(method="exact")
     assert (lo, hi) == pytest.approx((ci.low, ci.high))
-    assert all(np.isnan(resolve.proportion_ci(0, 0)))
+    assert all(np.isnan(proportion_ci(0, 0)))
 
 
 def test_no_majority_is_not_a_parse_failure():

@@ -297,7 +297,7 @@ def test_introspection_curve_and_fit():
 
 
 def test_plots_render(tmp_path):
-    from medeval_kit.plots import save_figure
+    from medeval_kit.viz import save_figure
 
     ir = R.item_rounds(HAND)
     fig = R.plot_round_means(R.round_means(ir))

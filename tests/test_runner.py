@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from nbbuild import build  # noqa: E402
 
-from medeval_kit import runner  # noqa: E402
+from medeval_kit.cli import runner  # noqa: E402
 from medeval_kit.errors import ParameterError, StudyError  # noqa: E402
 
 PARAMS = '''
@@ -119,7 +119,7 @@ def test_repository_studies_are_valid():
 
 
 def test_bench_command_lists_and_rejects():
-    from medeval_kit import bench
+    from medeval_kit.cli import bench
 
     assert {"agreement", "llm"} <= set(bench.available())
     proc = subprocess.run([sys.executable, "-m", "medeval_kit.cli", "bench", "nope"], capture_output=True, text=True)

@@ -13,11 +13,10 @@ __all__ = ["data_dir", "read_json", "read_jsonl", "read_table"]
 
 
 def data_dir() -> Path:
-    """Return the bundled data folder (``MEDEVAL_DATA`` overrides it)."""
-    import os
+    """Return the bundled data folder (:func:`medeval_kit.paths.data_dir`)."""
+    from medeval_kit.paths import data_dir as _data_dir
 
-    env = os.environ.get("MEDEVAL_DATA")
-    return Path(env) if env else Path(__file__).resolve().parents[2] / "data"
+    return _data_dir()
 
 
 def read_json(path: str | Path):

@@ -370,7 +370,7 @@ def evaluate_benchmark(items: pd.DataFrame, models: Sequence[str], *, client=Non
 
 def _wilson(k: float, n: int) -> tuple[float, float]:
     """Wilson 95% interval for k/n, clamped so that it always contains k/n despite rounding."""
-    from medeval_kit.resolve import proportion_ci
+    from medeval_kit.stats import proportion_ci
 
     if n == 0:
         return np.nan, np.nan

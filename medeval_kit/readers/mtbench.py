@@ -87,7 +87,7 @@ def read_mtbench(path: str | Path, *, inconsistent: str = "tie") -> ReadResult:
     """Read FastChat's ``*_pair.jsonl`` (pairwise, both orders) or ``*_single.jsonl`` (1-10 grading).
 
     Pairwise files give ``judgments`` (one row per game) and ``annotations`` (one resolved label per
-    pair and judge with :func:`medeval_kit.resolve.resolve_orders`; ``inconsistent="tie"`` is
+    pair and judge with :func:`medeval_kit.pairwise.resolve_orders`; ``inconsistent="tie"`` is
     FastChat's own rule in ``show_result.py``; ``"drop"`` leaves them unlabelled). Single files give
     rubric ``judgments``. See the module docstring for the mapping and its sources.
     """
@@ -160,7 +160,7 @@ def _read_pair(src: str, recs, inconsistent: str) -> ReadResult:
                        categories={"verdict": ["A", "B", "tie"]})
     ann = None
     if judg is not None:
-        from medeval_kit.resolve import resolve_orders
+        from medeval_kit.pairwise import resolve_orders
 
         res = resolve_orders(judg, policy=inconsistent)
         meta = judg.drop_duplicates("item").set_index("item")[["question_id", "turn", "model_a", "model_b"]]

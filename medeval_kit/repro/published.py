@@ -285,10 +285,10 @@ class Paper:
 
 
 def published_dir() -> Path:
-    """The folder of the paper data files (``<data>/published``; ``MEDEVAL_DATA`` moves ``<data>``)."""
-    from medeval_kit.datasets._io import data_dir
+    """The folder of the paper data files (:func:`medeval_kit.paths.published_dir`)."""
+    from medeval_kit import paths
 
-    return data_dir() / "published"
+    return paths.published_dir()
 
 
 def paper_ids(folder: str | Path | None = None) -> list[str]:

@@ -97,7 +97,7 @@ def rows() -> list[Published]:
 
 def plot_curve(*, ax=None, t_max: float = 10):
     """f(t) with the printed constants and the refit, Table 3's points and the claimed value at t = 6."""
-    from medeval_kit.plots import figure
+    from medeval_kit.viz import figure
 
     if ax is None:
         fig, ax = figure("single")

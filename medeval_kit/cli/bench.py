@@ -11,14 +11,14 @@ __all__ = ["register_cli", "available"]
 
 def available() -> list[str]:
     """Return the benchmark names found in ``benchmarks/bench_*.py``."""
-    from medeval_kit.runner import project_root
+    from medeval_kit.paths import root as project_root
 
     return sorted(p.stem.removeprefix("bench_") for p in (project_root() / "benchmarks").glob("bench_*.py"))
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
     from medeval_kit.errors import MedevalError
-    from medeval_kit.runner import project_root
+    from medeval_kit.paths import root as project_root
 
     names = available()
     if args.name not in names:

@@ -29,7 +29,7 @@ PUBLISHED_COLUMNS = ("paper", "source", "quantity", "published", "ours", "status
 
 
 def _root(root: str | Path | None) -> Path:
-    from medeval_kit.runner import project_root
+    from medeval_kit.paths import root as project_root
 
     return Path(root) if root else project_root()
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import yaml
 
+from medeval_kit import paths
 from medeval_kit.errors import ParameterError, StudyError
 
 __all__ = [
@@ -48,9 +49,8 @@ _TYPES = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "d
 
 
 def project_root() -> Path:
-    """Return the project folder (``MEDEVAL_ROOT`` overrides; default: the folder above the package)."""
-    env = os.environ.get("MEDEVAL_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[1]
+    """Return the project folder (:func:`medeval_kit.paths.root`)."""
+    return paths.root()
 
 
 @dataclass(frozen=True)

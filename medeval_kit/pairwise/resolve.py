@@ -35,115 +35,14 @@ from collections.abc import Collection, Iterable
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from medeval_kit.errors import SchemaError
 
-__all__ = [
-    "ORDERS",
-    "MODEL_LABELS",
-    "SLOT_LABELS",
-    "POLICIES",
-    "unswap",
-    "to_slot",
-    "mirror_slot",
-    "polarity_of",
-    "neutral_label",
-    "majority_over_repeats",
-    "resolve_orders",
-    "merge_judges",
-    "resolve_pairwise",
-    "win_rate",
-    "proportion_ci",
-]
+from .slots import MODEL_LABELS, ORDERS, neutral_label, polarity_series
 
-ORDERS = ("AB", "BA")
-MODEL_LABELS = ("A", "B", "tie", "neither")
-SLOT_LABELS = ("first", "second", "tie", "neither")
+__all__ = ["POLICIES", "majority_over_repeats", "resolve_orders", "merge_judges", "resolve_pairwise"]
+
 POLICIES = ("drop", "tie", "neither", "neutral")
-
-_UNSWAP = {
-    "AB": {"first": "A", "second": "B", "tie": "tie", "neither": "neither"},
-    "BA": {"first": "B", "second": "A", "tie": "tie", "neither": "neither"},
-}
-_TO_SLOT = {o: {v: k for k, v in m.items()} for o, m in _UNSWAP.items()}
-_MIRROR = {"first": "second", "second": "first", "tie": "tie", "neither": "neither"}
-
-
-# --------------------------------------------------------------------------- un-swapping
-def _norm_order(order: str) -> str:
-    o = str(order).strip().upper()
-    if o not in _UNSWAP:
-        raise ValueError(f"order must be one of {ORDERS} (A shown first / B shown first); got {order!r}")
-    return o
-
-
-def unswap(slot_verdict, order):
-    """Map a presented-slot verdict to model terms: ``unswap("first", "BA") == "B"``.
-
-    Works on scalars and on aligned pandas Series / arrays (returns a Series then). NA stays NA,
-    ``tie`` and ``neither`` are unchanged.
-
-    >>> unswap("first", "AB"), unswap("first", "BA"), unswap("second", "BA"), unswap("tie", "BA")
-    ('A', 'B', 'A', 'tie')
-    """
-    if np.ndim(slot_verdict) == 0 and np.ndim(order) == 0:
-        if slot_verdict is None or (isinstance(slot_verdict, float) and np.isnan(slot_verdict)):
-            return None
-        v = str(slot_verdict).strip().lower()
-        if v not in _MIRROR:
-            raise ValueError(f"slot verdict must be one of {SLOT_LABELS}; got {slot_verdict!r}")
-        return _UNSWAP[_norm_order(order)][v]
-    sv = pd.Series(slot_verdict).reset_index(drop=True)
-    od = pd.Series(order).reset_index(drop=True)
-    return pd.Series([unswap(s, o) if pd.notna(s) else None for s, o in zip(sv, od)], dtype=object)
-
-
-def to_slot(verdict, order):
-    """Map a model-terms verdict to presented-slot terms (inverse of :func:`unswap`).
-
-    >>> to_slot("A", "BA"), to_slot("B", "BA"), to_slot("tie", "AB")
-    ('second', 'first', 'tie')
-    """
-    if np.ndim(verdict) == 0 and np.ndim(order) == 0:
-        if verdict is None or (isinstance(verdict, float) and np.isnan(verdict)):
-            return None
-        v = str(verdict).strip()
-        v = v if v in ("A", "B") else v.lower()
-        if v not in _TO_SLOT["AB"]:
-            raise ValueError(f"verdict must be one of {MODEL_LABELS}; got {verdict!r}")
-        return _TO_SLOT[_norm_order(order)][v]
-    vv = pd.Series(verdict).reset_index(drop=True)
-    od = pd.Series(order).reset_index(drop=True)
-    return pd.Series([to_slot(v, o) if pd.notna(v) else None for v, o in zip(vv, od)], dtype=object)
-
-
-def mirror_slot(slot_verdict: str) -> str:
-    """The slot verdict that means the same model choice in the swapped order (first <-> second)."""
-    return _MIRROR[slot_verdict]
-
-
-# --------------------------------------------------------------------------- polarity
-def polarity_of(criterion: str, reversed_criteria: Collection[str] | None = None) -> int:
-    """+1 for ordinary criteria, -1 for those in ``reversed_criteria`` (choosing = worse)."""
-    return -1 if reversed_criteria and criterion in set(reversed_criteria) else 1
-
-
-def neutral_label(polarity: int) -> str:
-    """``tie`` for +1 criteria, ``neither`` for reversed (-1) criteria (Longform-MedQA's rule)."""
-    return "neither" if int(polarity) < 0 else "tie"
-
-
-def _polarity_series(df: pd.DataFrame, criterion: str, reversed_criteria, polarity: str | None) -> pd.Series:
-    if polarity is not None and polarity in df.columns:
-        p = pd.to_numeric(df[polarity], errors="coerce")
-        bad = ~p.isin([1, -1])
-        if bad.any():
-            raise SchemaError("judgments", polarity, [int(i) for i in np.flatnonzero(bad)],
-                              "polarity must be +1 (higher is better) or -1 (choosing means worse)")
-        return p.astype(int)
-    rev = set(reversed_criteria or ())
-    return df[criterion].map(lambda c: -1 if c in rev else 1).astype(int)
 
 
 def _ok_mask(df: pd.DataFrame, verdict: str, parse_status: str | None) -> pd.Series:
@@ -184,7 +83,7 @@ def majority_over_repeats(
     repeats agree), ``no_majority``, ``repeat_policy="majority"``.
     """
     d = df.copy()
-    d["_pol"] = _polarity_series(d, criterion, reversed_criteria, polarity)
+    d["_pol"] = polarity_series(d, criterion, reversed_criteria, polarity)
     d["_ok"] = _ok_mask(d, verdict, parse_status)
     keys = [item, judge, criterion, order]
     base = d.groupby(keys, sort=True, dropna=False).agg(
@@ -334,7 +233,7 @@ def merge_judges(
     name = name or "+".join(judges)
     d = resolved[resolved[judge].isin(judges)]
     pol_col = polarity if polarity in d.columns else None
-    pol = _polarity_series(d, criterion, reversed_criteria, pol_col)
+    pol = polarity_series(d, criterion, reversed_criteria, pol_col)
     d = d.assign(_pol=pol)
     dup = d.duplicated([item, criterion, judge], keep=False)
     if dup.any():
@@ -376,68 +275,3 @@ def resolve_pairwise(
     return merge_judges(res, merge, merge_policy or policy, **keep)
 
 
-# --------------------------------------------------------------------------- win rates
-def proportion_ci(k: int, n: int, *, confidence: float = 0.95, method: str = "exact") -> tuple[float, float]:
-    """Clopper-Pearson (``exact``) or Wilson CI for k/n; (nan, nan) when n == 0."""
-    if n <= 0:
-        return float("nan"), float("nan")
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method=method)
-    return float(ci.low), float(ci.high)
-
-
-def win_rate(
-    resolved: pd.DataFrame,
-    *,
-    judge: str = "judge",
-    criterion: str = "criterion",
-    verdict: str = "verdict",
-    ties: str = "half",
-    reversed_criteria: Collection[str] | None = None,
-    polarity: str | None = "polarity",
-    confidence: float = 0.95,
-) -> pd.DataFrame:
-    """Win rate of model A per judge and criterion, polarity-aware.
-
-    On ordinary criteria A wins when the verdict is ``A``; on reversed criteria (choosing = worse)
-    A wins when the verdict is ``B``. ``ties``: ``"half"`` counts tie/neither as half a win
-    (estimate = (wins + ties/2) / n, CI by the Wilson interval on that share), ``"exclude"`` drops
-    them (exact binomial CI and test against 0.5). NA verdicts (dropped / failed) are counted in
-    ``n_dropped`` and never scored. Returns tidy rows (metric ``win_rate_A``).
-    """
-    if ties not in ("half", "exclude"):
-        raise ValueError("ties must be 'half' or 'exclude'")
-    d = resolved.copy()
-    pol_col = polarity if polarity in d.columns else None
-    d["_pol"] = _polarity_series(d, criterion, reversed_criteria, pol_col)
-    rows = []
-    for (j, c), g in d.groupby([judge, criterion], sort=True):
-        valid = g[g[verdict].notna()]
-        pol = int(g["_pol"].iloc[0])
-        win_lab, loss_lab = ("A", "B") if pol > 0 else ("B", "A")
-        w = int((valid[verdict] == win_lab).sum())
-        lo = int((valid[verdict] == loss_lab).sum())
-        t = len(valid) - w - lo
-        row = {"judge": j, "criterion": c, "metric": "win_rate_A", "polarity": pol,
-               "n_wins": w, "n_losses": lo, "n_ties": t, "n_dropped": int(len(g) - len(valid))}
-        if ties == "exclude":
-            n = w + lo
-            est = w / n if n else float("nan")
-            low, high = proportion_ci(w, n, confidence=confidence)
-            p = float(stats.binomtest(w, n).pvalue) if n else float("nan")
-            method = "exact binomial (Clopper-Pearson), ties excluded"
-        else:
-            n = len(valid)
-            est = (w + 0.5 * t) / n if n else float("nan")
-            if n:
-                z = stats.norm.ppf(0.5 + confidence / 2)
-                centre = (est + z * z / (2 * n)) / (1 + z * z / n)
-                half = z * np.sqrt(est * (1 - est) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-                low, high = centre - half, centre + half
-            else:
-                low = high = float("nan")
-            p = float("nan")
-            method = "Wilson on (wins + ties/2)/n"
-        rows.append({**row, "estimate": est, "ci_low": low, "ci_high": high, "n_items": n,
-                     "p_value": p, "method": method, "ties": ties,
-                     "note": "" if n else "no scorable verdicts"})
-    return pd.DataFrame(rows)

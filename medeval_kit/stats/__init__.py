@@ -1,0 +1,11 @@
+"""Basic statistics, one implementation each: proportion and mean intervals, the vectorised item
+bootstrap (percentile and BCa), and Fisher-z intervals for correlations. Everything above this layer
+calls these; tests cross-check them against scipy and statsmodels."""
+
+from .bootstrap import bootstrap_means, item_draws, interval, percentile_interval, resample_counts
+from .correlation import fisher_z_interval
+from .means import mean_interval
+from .proportions import proportion_ci, wilson_interval
+
+__all__ = ["proportion_ci", "wilson_interval", "mean_interval", "fisher_z_interval", "resample_counts",
+           "item_draws", "bootstrap_means", "percentile_interval", "interval"]

@@ -1,0 +1,73 @@
+"""The item bootstrap, vectorised: one engine for every resampled statistic in the package.
+
+Items are drawn with replacement ``n_boot`` times; a statistic that is a function of per-item
+sums is evaluated for all replicates at once as ``counts @ features``. Intervals are percentile or
+BCa (with a jackknife acceleration).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+from scipy import stats as sps
+
+__all__ = ["item_draws", "resample_counts", "bootstrap_means", "percentile_interval", "interval"]
+
+
+def item_draws(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Return an (n_boot, n) array of item indices drawn with replacement."""
+    return rng.integers(0, n, size=(int(n_boot), n))
+
+
+def resample_counts(n: int, n_boot: int, rng: np.random.Generator, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Yield (counts, draws) in chunks: counts[b, i] is how often item i is drawn in replicate b."""
+    done = 0
+    while done < n_boot:
+        b = min(chunk, n_boot - done)
+        idx = item_draws(n, b, rng)
+        W = np.bincount((idx + (np.arange(b) * n)[:, None]).ravel(), minlength=b * n).reshape(b, n)
+        yield W.astype(np.float64), idx
+        done += b
+
+
+def bootstrap_means(values, n_boot: int, rng: np.random.Generator) -> np.ndarray:
+    """Return n_boot bootstrap replicates of the mean of ``values`` (rows of a 2-D array: per column)."""
+    v = np.asarray(values, dtype=float)
+    if len(v) == 0 or n_boot <= 0:
+        return np.full((0,) + v.shape[1:], np.nan)
+    return v[item_draws(len(v), n_boot, rng)].mean(axis=1)
+
+
+def percentile_interval(reps, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Return the percentile interval of the finite replicates; (nan, nan) when there are none."""
+    r = np.asarray(reps, dtype=float)
+    r = r[np.isfinite(r)]
+    if r.size == 0:
+        return math.nan, math.nan
+    a = (1 - confidence) / 2
+    return float(np.quantile(r, a)), float(np.quantile(r, 1 - a))
+
+
+def interval(est: float, reps: np.ndarray, level: float, method: str, jack: np.ndarray | None = None):
+    """Return (lo, hi, n_valid): the percentile or BCa interval from bootstrap replicates."""
+    reps = reps[np.isfinite(reps)]
+    if len(reps) < 2 or not np.isfinite(est):
+        return np.nan, np.nan, len(reps)
+    a_lo, a_hi = (1 - level) / 2, 1 - (1 - level) / 2
+    if method == "bca":
+        prop = (np.sum(reps < est) + 0.5 * np.sum(reps == est)) / len(reps)
+        z0 = sps.norm.ppf(np.clip(prop, 1e-10, 1 - 1e-10))
+        acc = 0.0
+        if jack is not None:
+            j = jack[np.isfinite(jack)]
+            if len(j) > 2:
+                d = j.mean() - j
+                den = 6 * (np.sum(d**2) ** 1.5)
+                acc = float(np.sum(d**3) / den) if den > 0 else 0.0
+        zs = sps.norm.ppf([a_lo, a_hi])
+        adj = sps.norm.cdf(z0 + (z0 + zs) / (1 - acc * (z0 + zs)))
+        a_lo, a_hi = float(adj[0]), float(adj[1])
+    lo, hi = np.quantile(reps, [a_lo, a_hi])
+    return float(lo), float(hi), len(reps)

@@ -1,0 +1,37 @@
+"""Confidence intervals for a mean."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats as sps
+
+from .proportions import wilson_interval
+
+__all__ = ["mean_interval"]
+
+
+def mean_interval(x, *, confidence: float = 0.95, method: str = "auto") -> tuple[float, float, str, str]:
+    """Return (ci_low, ci_high, ci_method, note) for the mean of x (NaN-free values).
+
+    ``method``: ``"t"`` (Student t), ``"wilson"`` (0/1 values only) or ``"auto"`` (Wilson for 0/1
+    values, else t).
+    """
+    x = np.asarray(x, dtype=float)
+    n = len(x)
+    binary = n > 0 and bool(np.all(np.isin(x, (0.0, 1.0))))
+    if method == "auto":
+        method = "wilson" if binary else "t"
+    if method == "wilson":
+        if not binary:
+            return math.nan, math.nan, "Wilson", "values are not 0/1"
+        lo, hi = wilson_interval(float(x.sum()), n, confidence=confidence)
+        return lo, hi, "Wilson", ""
+    if n < 2:
+        return math.nan, math.nan, "t", "fewer than 2 values"
+    se = x.std(ddof=1) / math.sqrt(n)
+    if se == 0:
+        return float(x.mean()), float(x.mean()), "t", "zero variance"
+    h = sps.t.ppf(0.5 + confidence / 2, n - 1) * se
+    return float(x.mean() - h), float(x.mean() + h), "t", ""

@@ -1,0 +1,3 @@
+"""Plots of judge results (filled in by the move of plots out of the analysis modules)."""
+
+__all__: list[str] = []
