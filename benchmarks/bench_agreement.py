@@ -32,7 +32,9 @@ def main(argv=None) -> int:
 
     import krippendorff
 
-    from medeval_kit import _agreement_core as core
+    from medeval_kit.agreement.alpha import alpha_stat
+    from medeval_kit.agreement.engine import point, replicates
+    from medeval_kit.stats import interval
 
     rng = np.random.default_rng(args.seed)
     n, R, K = args.items, args.raters, args.categories
@@ -45,10 +47,10 @@ def main(argv=None) -> int:
     print(f"{'level':<9} {'ours (s)':>9} {'loop (s, extrap.)':>18} {'ratio':>8} {'max |diff|':>11}  point estimate")
     for level in args.levels:
         t0 = time.perf_counter()
-        st = core.alpha_stat(codes, K, level, np.arange(1, K + 1, dtype=float))
-        est = core.point(st)
-        reps = core.replicates([st], args.n_boot, seed=args.seed)[:, 0]
-        lo, hi, _ = core.interval(est, reps, 0.95, "percentile")
+        st = alpha_stat(codes, K, level, np.arange(1, K + 1, dtype=float))
+        est = point(st)
+        reps = replicates([st], args.n_boot, seed=args.seed)[:, 0]
+        lo, hi, _ = interval(est, reps, 0.95, "percentile")
         ours = time.perf_counter() - t0
 
         g = np.random.default_rng(args.seed)

@@ -43,8 +43,8 @@ def main(argv=None) -> int:
         dt = time.perf_counter() - t0
         print(f"\nEqual-noise coverage of delta's 95% CI (true delta = 0): {args.reps} replications per panel, "
               f"{args.items} items, kappa {args.kappa}, B = {args.n_boot}; {dt:.0f} s")
-        show = cov[["panel", "design", "n_valid", "n_covered", "coverage", "coverage_ci_low", "coverage_ci_high",
-                    "mean_delta"]]
+        show = cov[["panel", "design", "n_items", "n_covered", "estimate", "ci_low", "ci_high", "mean_delta"]].rename(
+            columns={"n_items": "n_valid", "estimate": "coverage"})
         with pd.option_context("display.width", 160):
             print(show.round(4).to_string(index=False))
 
@@ -55,10 +55,8 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         ag.judge_vs_humans(t, design=design, n_boot=2000)
         print(f"  judge_vs_humans(design={design!r}) in-process: {time.perf_counter() - t0:.2f} s")
-    from medeval_kit.alt_test import alt_test
-
     t0 = time.perf_counter()
-    alt_test(t)
+    ag.alt_test(t)
     print(f"  alt_test in-process: {time.perf_counter() - t0:.2f} s")
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "sparse.csv"

@@ -64,8 +64,9 @@ def load_judgments_for_app(path: str = "") -> pd.DataFrame:
 def load_rounds_for_app(source: str = "all") -> pd.DataFrame:
     """Return the bundled MedQG refinement rounds (with texts and critiques) for the rounds explorer."""
     from medeval_kit.datasets import load_medqg_rounds
+    from medeval_kit.rounds import fill_best_rounds
 
-    return load_medqg_rounds(source)
+    return fill_best_rounds(load_medqg_rounds(source))
 
 
 def round_trajectory(rounds: pd.DataFrame, item: str) -> pd.DataFrame:

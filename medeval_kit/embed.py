@@ -1,6 +1,6 @@
 """Text embedders: offline TF-IDF + LSA by default, OpenAI embeddings pluggable; cosine helpers.
 
-The grounded-generation paper (seed 004) measures question diversity with all-MiniLM-L6-v2;
+The grounded-generation paper (grounded-synth-2025) measures question diversity with all-MiniLM-L6-v2;
 that model is not bundled, so the default here is an offline TF-IDF/LSA embedder whose
 numbers are *not* comparable in level to MiniLM cosines (state the embedder with every result).
 
@@ -123,9 +123,9 @@ def cosine_distance_matrix(X: np.ndarray) -> np.ndarray:
 def mean_pairwise_cosine(X: np.ndarray, *, paper_code_compat: bool = False) -> dict:
     """Mean cosine over distinct pairs (i < j): higher = LESS diverse.
 
-    ``paper_code_compat=True`` reproduces the seed-004 repository quirk of averaging only the
+    ``paper_code_compat=True`` reproduces the grounded-synth-2025 repository quirk of averaging only the
     upper-triangle entries that are > 0 (dropping negative similarities). Returns a dict with
-    ``mean_cosine``, ``n_texts``, ``n_pairs`` (pairs averaged) and ``method``.
+    ``mean_cosine``, ``n_texts``, ``n_pairs`` (pairs averaged) and ``pairs`` (which pairs).
     """
     S = cosine_similarity_matrix(X)
     iu = np.triu_indices(len(S), k=1)
@@ -134,4 +134,4 @@ def mean_pairwise_cosine(X: np.ndarray, *, paper_code_compat: bool = False) -> d
         vals = vals[vals > 0.0]
     mean = float(vals.mean()) if len(vals) else float("nan")
     return {"mean_cosine": mean, "n_texts": int(len(S)), "n_pairs": int(len(vals)),
-            "method": "upper-triangle >0 only (paper code)" if paper_code_compat else "all distinct pairs"}
+            "pairs": "upper-triangle >0 only (paper code)" if paper_code_compat else "all distinct pairs"}

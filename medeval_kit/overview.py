@@ -1,21 +1,26 @@
-"""Describe bundled or user datasets: table sizes, label and score distributions, and one figure each."""
+"""Describe bundled or user datasets: table sizes, label and score distributions, mean scores with CIs and
+the correct-letter balance of MCQ items (:func:`medeval_kit.bias.letter_balance`). Plots are in
+:mod:`medeval_kit.viz.overview`."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
+from medeval_kit.bias import letter_balance
 from medeval_kit.datasets import Bundle
+from medeval_kit.results import result_frame, result_row
+from medeval_kit.stats import bootstrap_means, percentile_interval
 
 __all__ = [
     "table_counts",
     "label_distribution",
     "score_distribution",
-    "answer_letter_balance",
+    "score_means",
     "load_overview",
-    "plot_label_distribution",
-    "plot_score_distribution",
 ]
+
+_ROUND_COLS = ("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 
 
 def table_counts(*bundles: Bundle) -> pd.DataFrame:
@@ -50,32 +55,72 @@ def label_distribution(
 
 
 def score_distribution(judgments: pd.DataFrame, *, by: str | list[str] = "criterion") -> pd.DataFrame:
-    """Return n, n_missing, mean, sd, median, min and max of ``score`` per group."""
+    """Return n, n_missing, mean, sd, median, min and max of ``score`` per group (a description, no CIs)."""
     by = [by] if isinstance(by, str) else list(by)
     g = judgments.groupby(by)["score"]
-    out = pd.DataFrame({
+    return pd.DataFrame({
         "n": g.count(), "n_missing": g.apply(lambda s: int(s.isna().sum())),
         "mean": g.mean(), "sd": g.std(), "median": g.median(), "min": g.min(), "max": g.max(),
     }).reset_index()
-    return out
 
 
-def answer_letter_balance(items: pd.DataFrame, *, answer: str = "answer", by: str | None = None) -> pd.DataFrame:
-    """Return the count and share of each correct-answer letter (per ``by`` group), with a chi-square p-value.
+def score_means(judgments: pd.DataFrame, items: pd.DataFrame, *, by: str = "generator",
+                criterion: str = "criterion", n_boot: int = 1000, seed: int = 0,
+                confidence: float = 0.95) -> pd.DataFrame:
+    """Return the mean ``score`` per (``by`` of the item, criterion) with a percentile-bootstrap CI.
 
-    The p-value tests the letters against a uniform distribution over the letters seen in the group.
+    Scored rows are resampled ``n_boot`` times with a fresh ``default_rng(seed)`` per group (seaborn's
+    ``errorbar=("ci", 95)``, so the numbers match a seaborn point plot). ``n_items`` counts the scored
+    rows, ``n_failed`` the rows with an NA score.
     """
-    from scipy.stats import chisquare
-
-    groups = [(None, items)] if by is None else list(items.groupby(by))
+    data = judgments.merge(items[["item", by]], on="item")
     rows = []
-    for key, g in groups:
-        counts = g[answer].value_counts().sort_index()
-        p = chisquare(counts.to_numpy()).pvalue if len(counts) > 1 else np.nan
-        for letter, n in counts.items():
-            rows.append({**({by: key} if by else {}), "letter": letter, "n": int(n),
-                         "n_group": int(counts.sum()), "share": n / counts.sum(), "p_uniform": p})
-    return pd.DataFrame(rows)
+    for (g, c), d in data.groupby([by, criterion], sort=True):
+        s = d["score"].dropna().to_numpy(float)
+        reps = bootstrap_means(s, n_boot, np.random.default_rng(seed))
+        rows.append(result_row(s.mean() if len(s) else np.nan, percentile_interval(reps, confidence=confidence),
+                               f"percentile bootstrap over scored rows (B={n_boot})", n_items=len(s),
+                               n_failed=int(d["score"].isna().sum()), **{by: g, criterion: c}))
+    return result_frame(rows, keys=[by, criterion])
+
+
+def _pandalm_tables() -> tuple[list[Bundle], dict[str, pd.DataFrame]]:
+    from medeval_kit import datasets as ds
+
+    b = ds.load_pandalm()
+    parse = b.judgments.groupby(["judge", "parse_status"]).size().rename("n").reset_index()
+    return [b], {"labels": label_distribution(b.annotations, by=["rater_kind", "rater"]), "parse_status": parse}
+
+
+def _medqg_tables() -> tuple[list[Bundle], dict[str, pd.DataFrame]]:
+    from medeval_kit import datasets as ds
+
+    t19, q = ds.load_medqg_table19(), ds.load_medqg_questions()
+    bundles = [t19, q]
+    tables = {"labels": label_distribution(t19.annotations, by=["rater_kind", "rater"]),
+              "answer_letters": letter_balance(q.items, options="options", by="kp_source")}
+    r = ds.load_medqg_rounds()
+    bundles.append(Bundle(name="medqg_rounds", rounds=r[list(_ROUND_COLS)], source="data/medqg"))
+    per_item = r.groupby(["source", "item"])["round"].max().rename("n_rounds").reset_index()
+    tables["rounds_per_item"] = per_item.groupby(["source", "n_rounds"]).size().rename("n_items").reset_index()
+    return bundles, tables
+
+
+def _grounded_tables() -> tuple[list[Bundle], dict[str, pd.DataFrame]]:
+    from medeval_kit import datasets as ds
+
+    b = ds.load_grounded_synth()
+    merged = b.judgments.merge(b.items[["item", "generator", "format"]], on="item")
+    mm = ds.load_mmlu_pro_replication()
+    return [b], {
+        "scores": score_distribution(b.judgments, by="criterion"),
+        "scores_by_generator": score_distribution(merged, by=["generator", "format", "criterion"]),
+        "answer_letters": letter_balance(b.items[b.items["format"] == "mcq"], options="choices", by="generator"),
+        "mmlu_pro_replication": mm.groupby("novel")["eval_accuracy"].agg(["count", "mean", "std"]).reset_index(),
+    }
+
+
+_OVERVIEWS = {"pandalm": _pandalm_tables, "medqg": _medqg_tables, "grounded_synth": _grounded_tables}
 
 
 def load_overview(dataset: str) -> tuple[list[Bundle], dict[str, pd.DataFrame]]:
@@ -83,81 +128,8 @@ def load_overview(dataset: str) -> tuple[list[Bundle], dict[str, pd.DataFrame]]:
 
     ``dataset`` is ``"pandalm"``, ``"medqg"`` or ``"grounded_synth"``.
     """
-    from medeval_kit import datasets as ds
-
-    tables: dict[str, pd.DataFrame] = {}
-    if dataset == "pandalm":
-        b = ds.load_pandalm()
-        bundles = [b]
-        tables["labels"] = label_distribution(b.annotations, by=["rater_kind", "rater"])
-        tables["parse_status"] = (
-            b.judgments.groupby(["judge", "parse_status"]).size().rename("n").reset_index()
-        )
-    elif dataset == "medqg":
-        t19, q = ds.load_medqg_table19(), ds.load_medqg_questions()
-        bundles = [t19, q]
-        tables["labels"] = label_distribution(t19.annotations, by=["rater_kind", "rater"])
-        tables["answer_letters"] = answer_letter_balance(q.items, by="kp_source")
-        if hasattr(ds, "load_medqg_rounds"):
-            r = ds.load_medqg_rounds()
-            bundles.append(Bundle(name="medqg_rounds", rounds=r[list(_ROUND_COLS)], source="data/medqg"))
-            per_item = r.groupby(["source", "item"])["round"].max().rename("n_rounds").reset_index()
-            tables["rounds_per_item"] = (
-                per_item.groupby(["source", "n_rounds"]).size().rename("n_items").reset_index()
-            )
-    elif dataset == "grounded_synth":
-        b = ds.load_grounded_synth()
-        bundles = [b]
-        tables["scores"] = score_distribution(b.judgments, by="criterion")
-        merged = b.judgments.merge(b.items[["item", "generator", "format"]], on="item")
-        tables["scores_by_generator"] = score_distribution(merged, by=["generator", "format", "criterion"])
-        mcq = b.items[b.items["format"] == "mcq"]
-        tables["answer_letters"] = answer_letter_balance(mcq, by="generator")
-        mm = ds.load_mmlu_pro_replication()
-        tables["mmlu_pro_replication"] = (
-            mm.groupby("novel")["eval_accuracy"].agg(["count", "mean", "std"]).reset_index()
-        )
-    else:
-        raise ValueError(f"unknown dataset {dataset!r}; choose one of {list(ds.DATASETS)}")
+    if dataset not in _OVERVIEWS:
+        raise ValueError(f"unknown dataset {dataset!r}; choose one of {list(_OVERVIEWS)}")
+    bundles, tables = _OVERVIEWS[dataset]()
     tables["counts"] = table_counts(*bundles)
     return bundles, tables
-
-
-_ROUND_COLS = ("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
-
-
-def plot_label_distribution(dist: pd.DataFrame, *, group: str = "rater", label: str = "label", title: str = ""):
-    """Return a horizontal stacked-bar Figure of label shares per group, with n in each group label."""
-    from medeval_kit.viz import figure, paper_style
-
-    with paper_style():
-        wide = dist.pivot_table(index=group, columns=label, values="share", fill_value=0.0, sort=False)
-        n = dist.groupby(group, sort=False)["n_group"].first()
-        fig, ax = figure("single", aspect=0.2 + 0.12 * len(wide))
-        left = np.zeros(len(wide))
-        for col in wide.columns:
-            ax.barh([f"{g} (n={n[g]})" for g in wide.index], wide[col], left=left, label=str(col))
-            left += wide[col].to_numpy()
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("share of labels")
-        ax.legend(ncols=min(4, len(wide.columns)), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
-        if title:
-            ax.set_title(title, pad=18)
-    return fig
-
-
-def plot_score_distribution(judgments: pd.DataFrame, items: pd.DataFrame, *, by: str = "generator"):
-    """Return a Figure of mean judge score (±95% CI) per ``by`` group, one panel per criterion."""
-    import seaborn as sns
-
-    from medeval_kit.viz import DOUBLE_COLUMN, paper_style
-
-    data = judgments.merge(items[["item", by]], on="item").dropna(subset=["score"])
-    with paper_style():
-        order = data.groupby(by)["score"].mean().sort_values().index
-        g = sns.catplot(data=data, x="score", y=by, col="criterion", kind="point", order=order,
-                        errorbar=("ci", 95), seed=0, linestyle="none", col_wrap=2,
-                        height=DOUBLE_COLUMN / 3, aspect=1.3, markersize=3)
-        g.set_titles("{col_name}")
-        g.set_axis_labels("judge score (1-10)", "")
-    return g.figure

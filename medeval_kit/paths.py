@@ -3,9 +3,10 @@
 The *project* root holds a study's inputs and outputs (``studies/``, ``notebooks/``, ``figures/``,
 ``tables/``, ``runs/``, ``report/``, ``data/cache/``). It is ``$MEDEVAL_ROOT`` when set, else the
 checkout this package sits in, else the current folder, so an installed package works on the user's
-own project. The toolkit's *resources* (``prompts/``, ``data/prices.yaml``, ``data/published/``,
-bundled datasets) are looked up in the project root first and then in the toolkit checkout, so a
-user's own ``prompts/`` folder overrides ours file by file-tree.
+own project. The toolkit's *resources* (``prompts/``, ``data/prices.yaml``, ``data/published/``) are
+looked up in the project root first and then in the toolkit, so a user's own ``prompts/`` folder
+overrides ours. The bundled datasets always come from the toolkit (``data_dir``): a project's
+``data/`` folder holds its own cache and files, which the user passes by path.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ def resource(*parts: str) -> Path:
 
 
 def data_dir() -> Path:
-    """Return the bundled data folder (``data/``)."""
-    return resource("data")
+    """Return the folder of the bundled datasets (the toolkit's ``data/``)."""
+    return toolkit_home() / "data"
 
 
 def prompts_dir() -> Path:

@@ -40,7 +40,8 @@ __all__ = [
 PARSE_STATUSES = ("ok", "failed", "missing")
 """``ok``: verdict parsed; ``failed``: raw text kept, nothing parsed; ``missing``: no call made."""
 
-PROTOCOLS = ("pairwise", "rubric", "multi_answer", "reference", "multi_response")
+PROTOCOLS: list[str] = ["pairwise", "rubric", "multi_answer", "reference", "multi_response"]
+"""Judge protocols the ``judgments`` table accepts; ``medeval_kit.judge``'s ``@protocol`` registry extends it."""
 RATER_KINDS = ("human", "llm")
 
 _KINDS = ("str", "int", "float", "bool", "any")
@@ -135,7 +136,7 @@ SCHEMAS: dict[str, Schema] = {
             (
                 _c("item", "str"),
                 _c("judge", "str", doc="judge model or rater id"),
-                _c("protocol", "str", allowed=PROTOCOLS),
+                Column("protocol", "str", allowed=PROTOCOLS),  # the live list: registered protocols count
                 _c("criterion", "str"),
                 _c("order", "str", doc="presentation order, e.g. 'AB' or 'BA'"),
                 _c("repeat", "int"),

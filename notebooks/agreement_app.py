@@ -18,17 +18,17 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
-    from medeval_kit import agreement
+    from medeval_kit import agreement, viz
     from medeval_kit.apps import load_annotations_for_app
 
-    return agreement, load_annotations_for_app, mo
+    return agreement, load_annotations_for_app, mo, viz
 
 
 @app.cell
-def _(mo):
+def _(agreement, mo):
     dataset = mo.ui.dropdown(options=["pandalm", "medqg_table19"], value="pandalm", label="dataset")
     metric = mo.ui.dropdown(
-        options=["cohen_kappa", "scott_pi", "gwet_ac1", "brennan_prediger", "percent_agreement"],
+        options=agreement.registry.names(pairwise=True, reference=False, nominal=True),
         value="cohen_kappa", label="metric",
     )
     ci_method = mo.ui.dropdown(options=["percentile", "bca", "analytic"], value="percentile", label="CI method")
@@ -68,8 +68,8 @@ def _(agreement, ann, ci_method, metric, mo, n_boot, raters):
 
 
 @app.cell
-def _(agreement, pairs):
-    heat = agreement.plot_kappa_heatmap(pairs, title="pairwise agreement (95% CI)")
+def _(pairs, viz):
+    heat = viz.plot_kappa_heatmap(pairs, title="pairwise agreement (95% CI)")
     heat
     return (heat,)
 
@@ -83,13 +83,13 @@ def _(mo):
 
 
 @app.cell
-def _(agreement, ann, chosen, design, humans, judges, metric, mo, n_boot):
+def _(agreement, ann, chosen, design, humans, judges, metric, mo, n_boot, viz):
     h = [r for r in humans if r in chosen]
     j = [r for r in judges if r in chosen]
     mo.stop(len(h) < 2 or not j, mo.md("_Judges vs humans needs at least two humans and one judge._"))
     vs = agreement.judge_vs_humans(ann, humans=h, judges=j, design=design.value, metric=metric.value,
                                    n_boot=n_boot.value, seed=0).to_frame()
-    forest = agreement.plot_forest(vs, title=f"judges vs humans ({design.value})")
+    forest = viz.plot_forest(vs, title=f"judges vs humans ({design.value})")
     mo.vstack([forest, mo.ui.table(vs.round(3), selection=None)])
     return forest, vs
 

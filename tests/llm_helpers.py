@@ -1,15 +1,24 @@
 """Helpers shared by the LLM-layer tests: a chat request, a client with fast retries, and fixtures.
 
+``env`` makes ``tmp_path`` the project (``MEDEVAL_ROOT``), so the default cache is
+``tmp_path/data/cache/llm.sqlite`` (:func:`medeval_kit.paths.cache_path`); ``project`` is a temporary
+project that also carries the bundled data (for executed notebooks, which load datasets).
+
 Test modules import what they use (``from llm_helpers import req, fast, stub, env``); pytest then
 finds the fixtures in the module's namespace.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from stub_server import StubServer
 
+from medeval_kit import paths
 from medeval_kit.llm import Request, get_client
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def req(text: str, **kw) -> Request:
@@ -35,5 +44,14 @@ def stub():
 def env(monkeypatch, tmp_path):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
-    monkeypatch.setenv("MEDEVAL_CACHE", str(tmp_path / "cache.sqlite"))
+    monkeypatch.setenv(paths.ENV_VAR, str(tmp_path))
     return tmp_path
+
+
+def temp_project(monkeypatch, where: Path) -> Path:
+    """Make ``where`` an empty user project (``MEDEVAL_ROOT``): its default cache is
+    ``where/data/cache/llm.sqlite`` while the bundled data still come from the toolkit. Return the cache path."""
+    (where / "data").mkdir(parents=True)
+    monkeypatch.setenv(paths.ENV_VAR, str(where))
+    assert paths.cache_path() == where / "data" / "cache" / "llm.sqlite"
+    return paths.cache_path()

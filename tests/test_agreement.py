@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import krippendorff
 import numpy as np
@@ -15,7 +16,8 @@ from statsmodels.stats.inter_rater import cohens_kappa as sm_cohens_kappa
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss_kappa
 
 from medeval_kit import agreement as ag
-from medeval_kit._agreement_core import AgreementError
+from medeval_kit import repro, viz
+from medeval_kit.agreement import AgreementError
 from medeval_kit.datasets import load_medqg_table19, load_pandalm
 from medeval_kit.datasets.synthetic import synthetic_annotations
 from medeval_kit.errors import DataFileError, SchemaError
@@ -74,7 +76,7 @@ def test_cohen_analytic_se_matches_statsmodels(seed, weights):
     z = sps.norm.ppf(0.975)
     # statsmodels' std_kappa is the Fleiss-Cohen-Everitt large-sample SE, as ours.
     assert abs((res.ci_high - res.estimate) / z - sm["std_kappa"]) < 1e-9
-    assert "analytic" in res.method
+    assert "analytic" in res.ci_method
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -109,14 +111,15 @@ def test_alpha_matches_krippendorff(level, seed):
 
 def test_alpha_bootstrap_replicates_equal_a_loop_of_the_oracle():
     """Our vectorised replicates equal krippendorff.alpha on the same item resamples."""
-    from medeval_kit import _agreement_core as core
+    from medeval_kit.agreement.alpha import alpha_stat
+    from medeval_kit.agreement.engine import replicates
 
     rng = np.random.default_rng(7)
     M = rng.integers(0, 3, (50, 4)).astype(float)
     M[rng.random(M.shape) < 0.15] = np.nan
     codes = np.where(np.isnan(M), -1, M).astype(int)
-    st = core.alpha_stat(codes, 3, "nominal")
-    reps = core.replicates([st], 20, seed=3)[:, 0]
+    st = alpha_stat(codes, 3, "nominal")
+    reps = replicates([st], 20, seed=3)[:, 0]
     g = np.random.default_rng(3)
     idx = g.integers(0, 50, size=(20, 50))  # the draws replicates() makes (one chunk)
     loop = [krippendorff.alpha(reliability_data=M[row].T, level_of_measurement="nominal") for row in idx]
@@ -160,7 +163,7 @@ def test_icc_shrout_fleiss_1979_table():
         assert round(r.estimate, 2) == v, form
         assert r.ci_low < r.estimate < r.ci_high
     boot = ag.icc(df, form="icc3", ci_method="percentile", n_boot=200)
-    assert "bootstrap" in boot.method
+    assert "bootstrap" in boot.ci_method
 
 
 def test_correlations_match_scipy():
@@ -173,7 +176,7 @@ def test_correlations_match_scipy():
     assert abs(ag.kendall(df, n_boot=0).estimate - sps.kendalltau(x, y)[0]) < TOL
     r = ag.spearman(df, n_boot=100)
     assert r.ci_low < r.estimate < r.ci_high
-    assert "Fisher" in ag.pearson(df, ci_method="analytic").method
+    assert "Fisher" in ag.pearson(df, ci_method="analytic").ci_method
 
 
 def test_accuracy_and_macro_f1():
@@ -197,9 +200,12 @@ def test_ci_is_seeded_and_bca_works():
     c = ag.cohen_kappa(df, n_boot=300, seed=6)
     assert (a.ci_low, a.ci_high) == (b.ci_low, b.ci_high) != (c.ci_low, c.ci_high)
     bca = ag.cohen_kappa(df, n_boot=300, seed=5, ci_method="bca")
-    assert "BCa" in bca.method and bca.ci_low < bca.estimate < bca.ci_high
+    assert "BCa" in bca.ci_method and bca.ci_low < bca.estimate < bca.ci_high
     fr = a.to_frame()
-    assert {"estimate", "ci_low", "ci_high", "n_items", "n_raters", "n_missing", "method"} <= set(fr.columns)
+    # the result contract first, then the agreement extras
+    assert list(fr.columns[:8]) == ["metric", "estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed",
+                                    "note"]
+    assert {"n_raters", "n_missing", "raters", "level"} <= set(fr.columns) and fr["n_failed"][0] == 0
     assert "cohen_kappa" in a.summary() and "<table" in a._repr_html_()
 
 
@@ -235,7 +241,8 @@ def test_undefined_resamples_are_counted():
 def test_pairwise_matrix_majority_and_ceiling(pandalm):
     hum = ["annotator1", "annotator2", "annotator3"]
     pm = ag.pairwise_matrix(pandalm, raters=hum, n_boot=200)
-    assert list(pm.columns[:7]) == ["rater_a", "rater_b", "metric", "estimate", "ci_low", "ci_high", "n_items"]
+    assert list(pm.columns[:10]) == ["rater_a", "rater_b", "metric", "estimate", "ci_low", "ci_high", "ci_method",
+                                     "n_items", "n_failed", "note"]
     assert len(pm) == 3 and (pm["n_items"] == 999).all()
     mv = ag.majority_vote(pandalm, raters=hum)
     assert mv["label"].value_counts().to_dict() == {"B": 472, "A": 422, "tie": 105}
@@ -275,7 +282,7 @@ def test_judge_vs_ceiling_paired_test():
 
 
 def test_ensembles_256_for_nine_judges():
-    study = ag.load_study("synthetic")
+    study = repro.load_study("synthetic")
     ens = ag.ensembles(study.annotations, study.judges, study.humans)
     assert len(ens) == 256 and sorted(ens["size"].unique()) == [1, 3, 5, 7, 9]
     assert ens["cohen_kappa"].is_monotonic_decreasing
@@ -322,7 +329,8 @@ def test_medqg_table19_recomputed(medqg):
 
 def test_no_paper_reproduction_in_the_agreement_api():
     # the papers' printed numbers live in medeval_kit.repro (tests/test_repro.py)
-    assert not {"published_numbers", "printed_arithmetic", "longform_table3_kappa", "papers_for"} & set(ag.__all__)
+    assert not {"published_numbers", "printed_arithmetic", "longform_table3_kappa", "papers_for",
+                "load_study"} & set(ag.__all__)  # the bundled study panels load through repro.load_study
     # kappa from printed P and C stays generic: (0.57 - 0.42) / (1 - 0.42) = 0.15 / 0.58; C > P gives kappa < 0
     assert abs(ag.kappa_from_p_c(0.57, 0.42) - 0.15 / 0.58) < TOL and ag.kappa_from_p_c(0.81, 0.82) < 0
 
@@ -400,24 +408,28 @@ def test_cli_json_and_table(tmp_path, capsys, pandalm):
 
 def test_plots_return_figures(pandalm):
     import matplotlib.figure
+    import matplotlib.pyplot
 
     pm = ag.pairwise_matrix(pandalm, n_boot=50)
     jv = ag.judge_vs_ceiling(pandalm, n_boot=50)
     ens = ag.ensembles(pandalm)
-    for fig in (ag.plot_kappa_heatmap(pm), ag.plot_forest(jv), ag.plot_ensembles(ens)):
+    for fig in (viz.plot_kappa_heatmap(pm), viz.plot_forest(jv), viz.plot_ensembles(ens)):
         assert isinstance(fig, matplotlib.figure.Figure)
+    # drawn on given axes, the plot returns that axes' figure
+    fig, ax = matplotlib.pyplot.subplots()
+    assert viz.plot_forest(jv, ax=ax) is fig and ax.has_data()
 
 
 def test_study_inputs_and_inconsistent_code_handled_explicitly():
-    s = ag.load_study("medqg_table19")
+    s = repro.load_study("medqg_table19")
     assert s.abstain == ["inconsistent"] and s.reference == "expert_x"
     counts = s.label_counts().set_index("rater")
     assert counts.loc["gpt-4", "inconsistent"] == 14 and counts.loc["gpt-4", "n_used"] == 26
     assert s.for_agreement()["label"].isna().sum() == counts["inconsistent"].sum()
-    p = ag.load_study("pandalm", raters="annotator1,annotator2,gpt-3.5-turbo")
+    p = repro.load_study("pandalm", raters="annotator1,annotator2,gpt-3.5-turbo")
     assert p.humans == ["annotator1", "annotator2"] and p.judges == ["gpt-3.5-turbo"]
     with pytest.raises(AgreementError, match="unknown dataset"):
-        ag.load_study("nope")
+        repro.load_study("nope")
 
 
 def test_prevalence_bias_against_consensus_and_weighted_report(pandalm):
@@ -452,3 +464,79 @@ def test_cli_bad_label_names_file_column_and_row(tmp_path, capsys):
     err = capsys.readouterr().err
     # 'Q' is on data row 5 of the file (0-based, after the header): item i002, rater r1
     assert rc == 2 and "labels.csv" in err and "'label'" in err and "rows [5]" in err and "'Q'" in err
+
+
+# --------------------------------------------------------------------------- the coefficient registry
+
+
+@pytest.fixture
+def bangdiwala():
+    """A coefficient registered only for this test: Bangdiwala's B, one decorated function."""
+    from medeval_kit.agreement.engine import safe_div
+    from medeval_kit.agreement.registry import coefficient, unregister
+
+    @coefficient(label="Bangdiwala's B", more_raters="light")
+    def bangdiwala_b(t):
+        """Bangdiwala's B: squared diagonal cells over the products of the marginals."""
+        return safe_div((np.einsum("mkk->mk", t.joint) ** 2).sum(1), (t.rows * t.cols).sum(1))
+
+    yield "bangdiwala_b"
+    unregister("bangdiwala_b")
+
+
+def test_a_registered_coefficient_is_everywhere(bangdiwala, tmp_path, capsys):
+    from medeval_kit.cli import main
+
+    # 2x2 table a=40, b=10, c=5, d=45 (n=100): B = (0.4^2 + 0.45^2) / (0.5*0.45 + 0.5*0.55) = 0.3625 / 0.5
+    M = np.array([[1, 1]] * 40 + [[1, 0]] * 10 + [[0, 1]] * 5 + [[0, 0]] * 45)
+    df = long_from_matrix(M)
+    assert bangdiwala in ag.METRICS
+    assert abs(ag.agreement(df, bangdiwala, n_boot=0).estimate - 0.725) < TOL
+    res = getattr(ag, bangdiwala)(df, n_boot=50)
+    assert res.metric == bangdiwala and res.ci_low <= 0.725 <= res.ci_high and "bootstrap" in res.ci_method
+    assert viz.metric_label(bangdiwala) == "Bangdiwala's B"
+    # the agreement app's metric dropdown is this registry query
+    app = (Path(__file__).resolve().parents[1] / "notebooks" / "agreement_app.py").read_text()
+    assert "options=agreement.registry.names(pairwise=True, reference=False, nominal=True)" in app
+    assert bangdiwala in ag.registry.names(pairwise=True, reference=False, nominal=True)
+    # the CLI: help and choices of both commands, and a run
+    for cmd in ("agreement", "judge-vs-humans"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        assert bangdiwala in capsys.readouterr().out
+    f = tmp_path / "a.csv"
+    df.to_csv(f, index=False)
+    assert main(["agreement", str(f), "--metric", bangdiwala, "--n-boot", "0", "--format", "json"]) == 0
+    (rec,) = json.loads(capsys.readouterr().out)
+    assert rec["metric"] == bangdiwala and abs(rec["estimate"] - 0.725) < TOL
+    # many raters: the mean over rater pairs (Light's form), and the note says so
+    three = ag.agreement(long_from_matrix(np.column_stack([M, M[:, 0]])), bangdiwala, n_boot=0)
+    assert "mean of 3 pairwise values" in three.note and 0.725 < three.estimate < 1
+
+
+def test_unregistered_coefficient_is_gone(bangdiwala):
+    from medeval_kit.agreement.registry import REGISTRY, coefficient, unregister
+
+    with pytest.raises(AgreementError, match="already registered"):
+        coefficient(bangdiwala, label="twice")(lambda t: t.po)
+    saved = unregister(bangdiwala)
+    try:
+        assert bangdiwala not in ag.METRICS and not hasattr(ag, bangdiwala)
+        with pytest.raises(AgreementError, match="unknown metric"):
+            ag.agreement(long_from_matrix(np.array([["A", "A"], ["B", "A"]])), bangdiwala)
+    finally:
+        REGISTRY[bangdiwala] = saved  # the fixture unregisters it
+
+
+def test_every_public_coefficient_function_reads_the_registry():
+    from medeval_kit.agreement.registry import REGISTRY
+    from medeval_kit.cli.agreement import metric_choices
+
+    wrapped = [n for n, c in REGISTRY.items() if c.family != "icc"]
+    assert set(wrapped) <= set(ag.__all__) and all(callable(getattr(ag, n)) for n in wrapped)
+    assert set(REGISTRY) <= set(metric_choices()) and "cohen_kappa_quadratic" in metric_choices()
+    assert {"fleiss_kappa", "krippendorff_alpha", "icc2"}.isdisjoint(ag.registry.names(pairwise=True))
+    # items without a label from every rater are dropped by ICC and counted as failed
+    X = long_from_matrix(np.array([[1.0, 2.0], [2.0, 3.0], [3.0, np.nan], [4.0, 4.0]]))
+    r = ag.icc(X[X["label"].notna()], form="icc1")
+    assert r.n_items == 3 and r.n_failed == 1 and "1 items without a label" in r.note

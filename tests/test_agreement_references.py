@@ -23,9 +23,12 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from medeval_kit import _agreement_core as core
 from medeval_kit import agreement as ag
-from medeval_kit._agreement_core import AgreementError
+from medeval_kit.agreement import AgreementError
+from medeval_kit.agreement.coefficients import conger_stat
+from medeval_kit.agreement.data import prepare
+from medeval_kit.agreement.engine import replicates
+from medeval_kit.agreement.weights import agreement_weights, weight_values
 
 
 def long_from_wide(M, raters=None) -> pd.DataFrame:
@@ -187,7 +190,7 @@ def test_fleiss_1971_overall_and_per_category_kappa():
     assert round(ag.fleiss_kappa(df, n_boot=0).estimate, 3) == 0.430
     assert round(est(df, "percent_agreement"), 3) == 0.556
     by_cat = ag.fleiss_kappa_by_category(df, n_boot=0)
-    assert list(by_cat.columns) == ["category", "estimate", "ci_low", "ci_high", "n_items", "method", "note"]
+    assert list(by_cat.columns) == ["category", "estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed", "note"]
     assert by_cat["category"].tolist() == [1, 2, 3, 4, 5]
     assert by_cat["estimate"].round(3).tolist() == [0.245, 0.245, 0.520, 0.471, 0.566]
     assert (by_cat["n_items"] == 30).all()
@@ -340,18 +343,18 @@ def test_weights_from_values_on_an_uneven_scale():
     assert abs(positions - 6 / 11) < 1e-12
     assert abs(positions - cohen_kappa_score(a, b, weights="linear")) < 1e-12
     # The weight matrices themselves.
-    w = core.agreement_weights(3, "linear", core.weight_values([1, 2, 5], "auto"))
+    w = agreement_weights(3, "linear", weight_values([1, 2, 5], "auto"))
     assert np.allclose(w, [[1, 0.75, 0], [0.75, 1, 0.25], [0, 0.25, 1]])
-    assert np.allclose(core.agreement_weights(3, "quadratic", [1, 2, 5]),
+    assert np.allclose(agreement_weights(3, "quadratic", [1, 2, 5]),
                        [[1, 15 / 16, 0], [15 / 16, 1, 7 / 16], [0, 7 / 16, 1]])
     # Text labels have no values: auto falls back to positions, "values" is refused.
-    assert core.weight_values(["low", "mid", "high"], "auto") is None
+    assert weight_values(["low", "mid", "high"], "auto") is None
     with pytest.raises(AgreementError, match="weight_basis='values' needs numeric labels"):
-        core.weight_values(["low", "mid", "high"], "values")
+        weight_values(["low", "mid", "high"], "values")
 
 
 def test_weight_matrix_option_and_validation(raw4):
-    q = core.agreement_weights(5, "quadratic")
+    q = agreement_weights(5, "quadratic")
     for m in ("cohen_kappa", "fleiss_kappa", "conger_kappa", "gwet_ac2", "brennan_prediger"):
         sub = raw4[raw4["rater"].isin(["Rater2", "Rater4"])] if m == "cohen_kappa" else raw4
         custom = ag.agreement(sub, m, weights=q, n_boot=0)
@@ -392,11 +395,11 @@ def test_conger_two_raters_is_cohen(weights):
 
 def test_conger_replicates_equal_a_loop_over_resamples(raw5):
     """The vectorised item-bootstrap replicates equal Conger's kappa recomputed on each resample."""
-    data = core.prepare(raw5)
-    st = core.conger_stat(data.codes, data.K)
-    reps = core.replicates([st], 25, seed=4)[:, 0]
+    data = prepare(raw5)
+    st = conger_stat(data.codes, data.K)
+    reps = replicates([st], 25, seed=4)[:, 0]
     idx = np.random.default_rng(4).integers(0, len(data.codes), size=(25, len(data.codes)))
-    loop = [core.conger_stat(data.codes[row], data.K).value() for row in idx]
+    loop = [conger_stat(data.codes[row], data.K).value() for row in idx]
     assert np.allclose(reps, loop, atol=1e-12, equal_nan=True)
 
 
@@ -406,12 +409,12 @@ def test_conger_replicates_equal_a_loop_over_resamples(raw5):
 def test_new_statistics_have_bootstrap_cis(raw5):
     df = long_from_wide(FLEISS_1971)
     for res in (ag.conger_kappa(df, n_boot=300, seed=1), ag.conger_kappa(raw5, n_boot=300, seed=1, ci_method="bca"),
-                ag.fleiss_kappa(df, weights=core.agreement_weights(5, "linear"), n_boot=300, seed=1),
+                ag.fleiss_kappa(df, weights=agreement_weights(5, "linear"), n_boot=300, seed=1),
                 ag.fleiss_kappa(raw5, fleiss_marginals="pooled", n_boot=300, seed=1)):
-        assert "bootstrap" in res.method and res.ci_low <= res.estimate <= res.ci_high, res.summary()
+        assert "bootstrap" in res.ci_method and res.ci_low <= res.estimate <= res.ci_high, res.summary()
     by_cat = ag.fleiss_kappa_by_category(df, n_boot=300, seed=2)
     assert (by_cat["ci_low"] <= by_cat["estimate"]).all() and (by_cat["estimate"] <= by_cat["ci_high"]).all()
-    assert by_cat["method"].str.contains("bootstrap percentile").all()
+    assert by_cat["ci_method"].str.contains("bootstrap percentile").all()
     # Seeded: the same seed gives the same intervals.
     again = ag.fleiss_kappa_by_category(df, n_boot=300, seed=2)
     assert by_cat["ci_low"].tolist() == again["ci_low"].tolist()

@@ -1,10 +1,11 @@
-"""Tests of medeval_kit.alt_test (Calderon, Reichart & Dror, ACL 2025): a hand-derived example, a loop
+"""Tests of medeval_kit.agreement.alt_test (Calderon, Reichart & Dror, ACL 2025): a hand-derived example, a loop
 re-implementation of the paper's formulas, the behaviour the paper predicts (Theorem 1, random and
 exchangeable judges, the role of epsilon), the minimum rules, -RMSE, errors and the CLI."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import io
 import json
 import time
@@ -15,9 +16,10 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from medeval_kit import alt_test as at
-from medeval_kit._panel import PanelError
+from medeval_kit.agreement import PanelError
 from medeval_kit.errors import SchemaError
+
+at = importlib.import_module("medeval_kit.agreement.alt_test")  # the module (the package exports the function)
 
 TOL = 1e-12
 
@@ -90,7 +92,7 @@ def test_hand_example_rho_t_p_and_by():
     # without the correction h3 is still rejected here, but the BY threshold for it is 0.018, not 0.05
     # winning rate 2/3 >= 0.5 -> passes; advantage probability (0.80 + 0.95 + 0.80) / 3 = 0.85
     row = res.to_frame().iloc[0]
-    assert row["judge"] == "llm" and abs(row["winning_rate"] - 2 / 3) < TOL and row["passed"]
+    assert row["judge"] == "llm" and abs(row["estimate"] - 2 / 3) < TOL and row["passed"]
     assert abs(row["advantage_probability"] - 0.85) < TOL
     assert row["n_humans_tested"] == 3 and row["n_humans_skipped"] == 0 and row["scoring"] == "accuracy"
     # with eps = 0.1, h3's mean difference -0.05 is still far below, h2's 0.05 too, h1's 0.2 is not
@@ -226,8 +228,8 @@ def test_majority_passes_random_fails_exchangeable_matches_humans():
     t = res.to_frame().set_index("judge")
     # Theorem 1 (§3.4, App. D): the majority vote of the humans has W^f = 1 on every item -> rho = 1 exactly
     assert t.loc["majority", "advantage_probability"] == 1.0 and t.loc["majority", "passed"]
-    assert t.loc["majority", "winning_rate"] == 1.0
-    assert not t.loc["random", "passed"] and t.loc["random", "winning_rate"] == 0.0
+    assert t.loc["majority", "estimate"] == 1.0
+    assert not t.loc["random", "passed"] and t.loc["random", "estimate"] == 0.0
     assert t.loc["random", "advantage_probability"] < 0.6
     # exchangeable with the humans: rho_llm ~ rho_human for every excluded human (symmetry)
     d = res.details[res.details["judge"] == "exchangeable"]
@@ -237,7 +239,7 @@ def test_majority_passes_random_fails_exchangeable_matches_humans():
     # ... so the cost-benefit margin decides: it passes with eps = 0.2, not with eps = 0
     assert t.loc["exchangeable", "passed"]
     res0 = at.alt_test(df, judges=["exchangeable"], epsilon=0.0)
-    assert not res0.to_frame()["passed"][0] and res0.to_frame()["winning_rate"][0] == 0.0
+    assert not res0.to_frame()["passed"][0] and res0.to_frame()["estimate"][0] == 0.0
     assert set(t.index) == {"majority", "random", "exchangeable"}
 
 
@@ -353,14 +355,19 @@ def test_no_testable_human_gives_nan_with_note():
     df = simulate(n_items=10, seed=0)
     res = at.alt_test(df, judges=["majority"])
     row = res.to_frame().iloc[0]
-    assert np.isnan(row["winning_rate"]) and np.isnan(row["advantage_probability"]) and not row["passed"]
+    assert np.isnan(row["estimate"]) and np.isnan(row["advantage_probability"]) and not row["passed"]
     assert "no human could be tested" in row["note"] and row["n_humans_skipped"] == 4
 
 
 def test_result_shape_and_frozen():
     res = at.alt_test(hand_example())
-    assert list(res.to_frame().columns) == ["judge", "winning_rate", "advantage_probability", "passed", "epsilon",
-                                            "n_humans_tested", "n_humans_skipped", "scoring", "q_fdr", "note"]
+    # keys, the result contract (estimate = the winning rate; no CI), then the test's extras
+    assert list(res.to_frame().columns) == ["judge", "metric", "estimate", "ci_low", "ci_high", "ci_method",
+                                            "n_items", "n_failed", "note", "advantage_probability", "passed",
+                                            "epsilon", "n_humans_tested", "n_humans_skipped", "scoring", "q_fdr"]
+    row = res.to_frame().iloc[0]
+    assert row["metric"] == "winning_rate" and np.isnan(row["ci_low"]) and row["n_failed"] == 0
+    assert row["n_items"] == hand_example()["item"].nunique()
     assert list(res.details.columns) == at.DETAIL_COLUMNS
     with pytest.raises(dataclasses.FrozenInstanceError):
         res.epsilon = 0.1

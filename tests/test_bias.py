@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medeval_kit import bias
+from medeval_kit import bias, viz
 from medeval_kit.datasets.synthetic import synthetic_pairwise
 from medeval_kit.errors import SchemaError
 
@@ -176,14 +176,48 @@ def test_table19_flip_rates_and_agreement():
     # Table 9 against these estimates: tests/test_repro.py
 
 
-def test_answer_letter_balance_and_slot_preference():
-    items = pd.DataFrame({"generator": ["g"] * 8 + ["h"] * 4,
-                          "answer": list("AAAAAABC") + list("ABCD")})
-    out = bias.answer_letter_balance(items)
-    a = out[(out["judge"] == "g") & (out["letter"] == "A")].iloc[0]
-    assert a["estimate"] == 0.75 and a["n"] == 8
-    uni = out[(out["judge"] == "h") & (out["metric"] == "uniformity")].iloc[0]
-    assert uni["p_value"] == pytest.approx(1.0)
+def test_letter_balance_fixed_letters_against_scipy():
+    from scipy import stats as sps
+
+    items = pd.DataFrame({"generator": ["g"] * 9 + ["h"] * 4,
+                          "answer": list("AAAAAABC") + [None] + list("abcd")})
+    out = bias.letter_balance(items, letters="ABCD", by="generator")
+    assert not [c for c in ("estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed", "note")
+                if c not in out.columns]
+    g = out[out["generator"] == "g"].set_index("letter")
+    # g: 6 A, 1 B, 1 C, 0 D of 8 valid items (the NA answer is failed); null 1/4 each
+    assert g["count"].tolist() == [6, 1, 1, 0] and (g["n_items"] == 8).all() and (g["n_failed"] == 1).all()
+    assert g.loc["A", "estimate"] == 0.75 and (g["expected"] == 0.25).all()
+    chi = sps.chisquare([6, 1, 1, 0])
+    assert g["chi2"].iloc[0] == pytest.approx(chi.statistic) and g["p_uniform"].iloc[0] == pytest.approx(chi.pvalue)
+    assert g.loc["A", "p_letter"] == pytest.approx(sps.binomtest(6, 8, 0.25).pvalue)
+    ci = sps.binomtest(6, 8).proportion_ci(method="exact")
+    assert (g.loc["A", "ci_low"], g.loc["A", "ci_high"]) == pytest.approx((ci.low, ci.high))
+    # h: lower-case answers are normalised; one of each letter fits the null exactly
+    assert out[out["generator"] == "h"]["p_uniform"].iloc[0] == pytest.approx(1.0)
+
+
+def test_letter_balance_options_offered_against_scipy():
+    from scipy import stats as sps
+
+    # two 2-option items (A/B) and two 4-option items (A-D); keys A, A, A, D; "E" on a 4-option item fails.
+    # expected shares over the 4 valid items: A = (1/2 + 1/2 + 1/4 + 1/4) / 4 = 3/8, B = 3/8, C = D = 1/8
+    items = pd.DataFrame({"answer": ["A", "A", "A", "D", "E"],
+                          "options": [["x", "y"], {"A": 1, "B": 2}, 4, list("wxyz"), 4]})
+    out = bias.letter_balance(items, options="options").set_index("letter")
+    assert out["expected"].to_dict() == pytest.approx({"A": 3 / 8, "B": 3 / 8, "C": 1 / 8, "D": 1 / 8})
+    assert (out["n_items"] == 4).all() and (out["n_failed"] == 1).all()
+    chi = sps.chisquare([3, 0, 0, 1], f_exp=[1.5, 1.5, 0.5, 0.5])
+    assert out["chi2"].iloc[0] == pytest.approx(chi.statistic) and out["p_uniform"].iloc[0] == pytest.approx(chi.pvalue)
+    # options differ between items: no single-letter binomial test, and the note says why
+    assert out["p_letter"].isna().all() and out["note"].str.contains("options differ").all()
+    # neither letters nor options: every item offers A up to the highest letter keyed anywhere (E)
+    inferred = bias.letter_balance(items.drop(columns="options"))
+    assert inferred["letter"].tolist() == list("ABCDE") and (inferred["expected"] == 0.2).all()
+    assert (inferred["n_items"] == 5).all() and (inferred["n_failed"] == 0).all()
+
+
+def test_slot_preference():
     calls = pd.DataFrame({"chosen_slot": [1] * 60 + [2] * 20 + [3] * 20 + [None] * 5,
                           "parse_status": ["ok"] * 100 + ["failed"] * 5})
     sp = bias.slot_preference(calls, n_slots=3)
@@ -213,7 +247,7 @@ def test_length_bias_recovers_planted_coefficients():
     res = bias.length_bias(df).set_index("metric")
     assert res.loc["length", "ci_low"] <= 0.8 <= res.loc["length", "ci_high"]
     assert res.loc["position_first", "ci_low"] <= 1.0 <= res.loc["position_first", "ci_high"]
-    assert "cluster-robust" in res.loc["length", "method"]
+    assert "cluster-robust" in res.loc["length", "ci_method"]
     # cross-check the point estimates against a plain statsmodels Logit fit
     import statsmodels.api as sm
 
@@ -293,6 +327,44 @@ def test_self_preference_missing_scores_dropped():
     assert s["n_items"] == 39 and s["n_failed"] == 1
 
 
+def test_self_preference_ci_is_the_item_bootstrap():
+    from medeval_kit.stats import bootstrap_means, percentile_interval
+
+    # one peer of another lineage: the per-item difference is S(gemma-3-4b) - S(qwen3-4b) on gemma-3-4b's answers
+    df = _self_pref_data(n_items=60, seed=3)
+    df = df[df["rater"].isin(["gemma-3-4b", "qwen3-4b"])]
+    res = bias.self_preference(df, raters=["gemma-3-4b"], n_boot=400, seed=5)
+    s = res[res["metric"] == "delta_self"].iloc[0]
+    w = df[df["model"] == "gemma-3-4b"].pivot(index="item", columns="rater", values="score")
+    diff = (w["gemma-3-4b"] - w["qwen3-4b"]).sort_index().to_numpy()
+    reps = bootstrap_means(diff, 400, np.random.default_rng(5))
+    assert s["estimate"] == pytest.approx(diff.mean())
+    assert (s["ci_low"], s["ci_high"]) == pytest.approx(percentile_interval(reps))
+    assert s["ci_method"] == "percentile bootstrap over items (B=400)"
+
+
+def test_simulated_self_preference_recovers_the_planted_effects():
+    from medeval_kit.repro.papers.medqade_2026 import FIG8_SIMULATION
+
+    sim = bias.simulate_self_preference(n_items=1500, seed=0, **FIG8_SIMULATION)
+    res = bias.self_preference(sim, n_boot=300, seed=0).set_index(["judge", "target"])
+    for (rater, model), delta in FIG8_SIMULATION["effects"].items():
+        r = res.loc[(rater, model)]
+        assert r["ci_low"] <= delta <= r["ci_high"], (rater, model)
+    assert abs(res.loc[("gpt-5-nano", "gpt-5-nano"), "estimate"]) < 0.03  # nothing planted
+
+
+def test_position_bias_ci_methods():
+    df = synthetic_pairwise(n_items=80, seed=6)
+    exact = bias.position_bias(df, n_boot=0)
+    boot = bias.position_bias(df)  # default: the item bootstrap, B = 1000
+    assert list(exact.columns) == bias.RESULT_COLUMNS
+    assert (exact["ci_method"].str.startswith("exact binomial")).all()
+    assert _metric(boot, "consistency")["ci_method"] == "percentile bootstrap over items (B=1000)"
+    assert _metric(exact, "first_slot_rate")["test"].startswith("exact binomial test vs 0.5")
+    pd.testing.assert_series_equal(exact["estimate"], boot["estimate"])
+
+
 def test_lineage_file_loads():
     lin = bias.load_lineage()
     assert {"model", "family", "vendor"} <= set(lin.columns)
@@ -305,19 +377,33 @@ def test_plots_save(tmp_path):
     from medeval_kit.viz import save_figure
 
     df = synthetic_pairwise(n_items=50, criteria=("a", "b"), seed=0)
-    res = bias.position_bias(df)
-    for name, fig in (("flips", bias.plot_flip_rates(res)), ("first", bias.plot_first_slot(res))):
+    res = bias.position_bias(df, n_boot=0)
+    for name, fig in (("flips", viz.plot_flip_rates(res)), ("first", viz.plot_first_slot(res))):
         paths = save_figure(fig, name, tmp_path, data=res, formats=("png",))
         assert paths["png"].exists()
     from medeval_kit.datasets import load_medqg_table19
 
     agr = bias.agreement_on_consistent(load_medqg_table19().annotations, "expert_x")
-    fig = bias.plot_consistency_vs_agreement(agr)
+    fig = viz.plot_consistency_vs_agreement(agr)
     assert save_figure(fig, "cva", tmp_path, formats=("png",))["png"].exists()
-    letters = bias.answer_letter_balance(pd.DataFrame({"generator": ["g"] * 8, "answer": list("AABBCCDA")}))
-    assert save_figure(bias.plot_letter_balance(letters), "lb", tmp_path, formats=("png",))["png"].exists()
+    letters = bias.letter_balance(pd.DataFrame({"generator": ["g"] * 8, "answer": list("AABBCCDA")}), by="generator")
+    assert save_figure(viz.plot_letter_balance(letters), "lb", tmp_path, formats=("png",))["png"].exists()
     sp = bias.self_preference(_self_pref_data(n_items=30), n_boot=20)
-    assert save_figure(bias.plot_self_preference(sp), "sp", tmp_path, formats=("png",))["png"].exists()
+    assert save_figure(viz.plot_self_preference(sp), "sp", tmp_path, formats=("png",))["png"].exists()
+
+
+def test_plots_draw_on_a_given_axes():
+    import matplotlib.pyplot as plt
+
+    res = bias.position_bias(synthetic_pairwise(n_items=30, seed=0), n_boot=0)
+    letters = bias.letter_balance(pd.DataFrame({"generator": ["g"] * 4, "answer": list("ABCD")}), by="generator")
+    sp = bias.self_preference(_self_pref_data(n_items=20), n_boot=10)
+    for plot in (lambda ax: viz.plot_flip_rates(res, ax=ax), lambda ax: viz.plot_first_slot(res, ax=ax),
+                 lambda ax: viz.plot_rate_by_judge(res, "flip_rate", ax=ax),
+                 lambda ax: viz.plot_letter_balance(letters, ax=ax), lambda ax: viz.plot_self_preference(sp, ax=ax)):
+        fig, ax = plt.subplots()
+        assert plot(ax) is fig and ax.has_data()
+        plt.close(fig)
 
 
 def test_length_controlled_win_rate_coverage():

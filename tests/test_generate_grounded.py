@@ -38,7 +38,7 @@ Inhaled corticosteroids control asthma.
 def test_split_markdown_one_chunk_per_section():
     ch = G.split_markdown_sections(MD, doc_id="d", min_chars=5)
     assert ch["section_title"].tolist() == ["", "Sepsis", "Management", "Asthma"]
-    assert ch.attrs["n_dropped"] == 1  # the empty section, counted
+    assert (ch["n_dropped"] == 1).all()  # the empty section, counted on every row
     assert "# not a heading" in ch.loc[2, "text"]  # headings inside code fences are text
     assert ch.loc[2, "path"] == "Sepsis > Management"
 
@@ -67,7 +67,7 @@ def test_topics_dedupe_and_questions_shuffle_keep_the_key():
     # the generator always keyed "A"; after the seeded shuffle the keys spread over letters
     assert q["answer"].nunique() > 1
     bal = G.letter_balance(q, answer="generated_letter", letters="ABCD")
-    assert bal.loc[bal["letter"] == "A", "share"].iloc[0] == 1.0 and bal["p_value"].iloc[0] < 0.05
+    assert bal.loc[bal["letter"] == "A", "estimate"].iloc[0] == 1.0 and bal["p_uniform"].iloc[0] < 0.05
     oe = G.generate_grounded_questions(topics, fmt="oe", client=_gen_client())
     assert oe["answer"].eq("short").all()
 
@@ -103,7 +103,7 @@ def test_diversity_is_higher_similarity_for_near_duplicates():
                                        "timing of sepsis antibiotics", "asthma inhaler steroid",
                                        "renal dialysis potassium", "stroke alteplase window"]})
     d = G.question_diversity(items, by="generator").set_index("generator")
-    assert d.loc["dup", "mean_cosine"] > d.loc["div", "mean_cosine"]
+    assert d.loc["dup", "estimate"] > d.loc["div", "estimate"]
     assert d.loc["dup", "n_pairs"] == 3
 
 
@@ -137,6 +137,21 @@ def test_evaluate_benchmark_mcq_and_oe():
     assert acc["n_items"].tolist() == [1, 1]
 
 
+def test_accuracy_table_follows_the_result_contract():
+    from statsmodels.stats.proportion import proportion_confint
+
+    from medeval_kit.results import RESULT_COLUMNS
+
+    resp = pd.DataFrame({"model": ["m"] * 5, "format": ["mcq"] * 5,
+                         "correct": pd.array([True, True, True, False, None], dtype="boolean")})
+    acc = G.accuracy_table(resp).iloc[0]
+    assert list(G.accuracy_table(resp).columns[2:9]) == list(RESULT_COLUMNS)
+    # 3 of the 4 scored replies; the failed one counts as wrong in accuracy_all (3 / 5)
+    assert (acc["estimate"], acc["n_items"], acc["n_failed"], acc["accuracy_all"]) == (0.75, 4, 1, 0.6)
+    assert (acc["ci_low"], acc["ci_high"]) == pytest.approx(proportion_confint(3, 4, method="wilson"))
+    assert acc["ci_method"] == "Wilson 95%" and acc["note"] == ""
+
+
 def test_benchmark_correlation_matches_scipy():
     rng = np.random.default_rng(0)
     acc = pd.DataFrame({"model": np.repeat(list("abcdefgh"), 3), "dataset": list("xyz") * 8,
@@ -144,11 +159,15 @@ def test_benchmark_correlation_matches_scipy():
     acc["synthetic"] = acc["human"] + rng.normal(scale=0.1, size=24)
     r = G.benchmark_correlation(acc, level="model").set_index("statistic")
     m = acc.groupby("model")[["human", "synthetic"]].mean()
-    assert r.loc["spearman", "value"] == pytest.approx(stats.spearmanr(m.human, m.synthetic)[0])
-    assert r.loc["pearson", "n"] == 8
+    assert r.loc["spearman", "estimate"] == pytest.approx(stats.spearmanr(m.human, m.synthetic)[0])
+    assert r.loc["pearson", "n_items"] == 8 and r.loc["pearson", "ci_method"] == "Fisher z"
     p = G.benchmark_correlation(acc, level="pairs").set_index("statistic")
-    assert p.loc["pearson", "value"] == pytest.approx(stats.pearsonr(acc.human, acc.synthetic)[0])
-    assert p.loc["pearson", "ci_low"] < p.loc["pearson", "value"] < p.loc["pearson", "ci_high"]
+    assert p.loc["pearson", "estimate"] == pytest.approx(stats.pearsonr(acc.human, acc.synthetic)[0])
+    assert p.loc["pearson", "ci_low"] < p.loc["pearson", "estimate"] < p.loc["pearson", "ci_high"]
+    # Fisher z with the Fieller variance 1.06 for Spearman: tanh(atanh(r) +- 1.96 sqrt(1.06 / (n - 3)))
+    rho, n = p.loc["spearman", "estimate"], p.loc["spearman", "n_items"]
+    half = stats.norm.ppf(0.975) * np.sqrt(1.06 / (n - 3))
+    assert p.loc["spearman", "ci_high"] == pytest.approx(np.tanh(np.arctanh(rho) + half))
 
 
 def test_spearman_identity_n13_sumd2_34():
@@ -164,12 +183,15 @@ def test_spearman_identity_n13_sumd2_34():
 
 
 def test_mmlu_pro_aggregations_reproduce_the_data_notes():
-    a = G.mmlu_pro_aggregations()
-    v = a[a["subset"] == "all 16 evaluated models"].set_index(["aggregation", "statistic"])["value"]
+    from medeval_kit.datasets import load_mmlu_pro_replication
+    from medeval_kit.repro.papers.grounded_synth_2025 import aggregations
+
+    a = aggregations(load_mmlu_pro_replication())
+    v = a[a["subset"] == "all 16 evaluated models"].set_index(["aggregation", "statistic"])["estimate"]
     assert round(v[("pairs", "pearson")], 3) == 0.780
     assert round(v[("macro", "pearson")], 3) == 0.904
     assert round(v[("macro", "spearman")], 3) == 0.826
-    assert a.loc[a["aggregation"] == "pairs", "n"].max() == 96  # 16 models x 6 subjects
+    assert a.loc[a["aggregation"] == "pairs", "n_items"].max() == 96  # 16 models x 6 subjects
 
 
 def test_bundled_grounded_synth_analysis():
@@ -179,9 +201,24 @@ def test_bundled_grounded_synth_analysis():
     q = G.grounded_quality_summary(b.items, b.judgments)
     assert set(q["criterion"]) == {"answer_correctness", "explanation_validity", "question_clarity",
                                    "question_groundedness"}
-    assert (q["n_items"] + q["n_missing"] == 100).all()
+    assert (q["n_items"] + q["n_failed"] == 100).all()
     bal = G.grounded_letter_balance(b.items)
     orig = bal[bal["generator"] == "reformat_original"].set_index("letter")
-    assert orig.loc["B", "n"] == 70 and orig["n_items"].iloc[0] == 100
+    assert orig.loc["B", "count"] == 70 and orig["n_items"].iloc[0] == 100 and orig.loc["B", "estimate"] == 0.7
 
+
+def test_grounded_plots_draw_on_the_given_axes():
+    from matplotlib.figure import Figure
+
+    from medeval_kit.datasets import load_grounded_synth
+    from medeval_kit.viz import figure, plot_grounded_letter_balance, plot_quality
+
+    b = load_grounded_synth()
+    fig, ax = figure()
+    assert plot_quality(G.grounded_quality_summary(b.items, b.judgments), ax=ax) is fig and ax.lines
+    bal = G.grounded_letter_balance(b.items)
+    out = plot_grounded_letter_balance(bal)
+    assert isinstance(out, Figure)
+    # one stacked bar per generator and letter
+    assert len(out.axes[0].patches) == bal["generator"].nunique() * 4
 

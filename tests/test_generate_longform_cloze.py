@@ -28,7 +28,7 @@ def test_dbscan_dedup_keeps_one_medoid_per_cluster():
     # three near-identical vectors around (1, 0) and two distinct ones
     X = np.array([[1, 0.0], [1, 0.05], [1, -0.05], [0, 1], [-1, 0.2]])
     out = G.dedup_dbscan(["a", "b", "c", "d", "e"], embeddings=X)
-    assert out.attrs["n_clusters"] == 3 and out.attrs["n_removed"] == 2
+    assert out["is_medoid"].sum() == 3 and (~out["is_medoid"]).sum() == 2  # 3 clusters, 2 texts removed
     first = out[out["cluster"] == out.loc[0, "cluster"]]
     assert first["cluster_size"].iloc[0] == 3
     assert first.loc[first["is_medoid"], "text"].tolist() == ["a"]  # the central vector
@@ -39,8 +39,8 @@ def test_dbscan_eps_boundary_uses_cosine_distance():
     a = np.array([1.0, 0.0])
     b = np.array([0.8, 0.6])
     c = np.array([0.7, np.sqrt(1 - 0.49)])
-    assert G.dedup_dbscan(["a", "b"], embeddings=np.vstack([a, b])).attrs["n_clusters"] == 1
-    assert G.dedup_dbscan(["a", "c"], embeddings=np.vstack([a, c])).attrs["n_clusters"] == 2
+    assert G.dedup_dbscan(["a", "b"], embeddings=np.vstack([a, b]))["cluster"].nunique() == 1
+    assert G.dedup_dbscan(["a", "c"], embeddings=np.vstack([a, c]))["cluster"].nunique() == 2
 
 
 def test_stratified_batches_are_proportional_and_disjoint():
@@ -48,6 +48,11 @@ def test_stratified_batches_are_proportional_and_disjoint():
     b = G.stratified_batches(items, size=20, n_batches=2, seed=1)
     assert b.groupby(["batch", "stratum"]).size().tolist() == [12, 6, 2, 12, 6, 2]
     assert b["item"].is_unique
+    assert (b["n_dropped"] == 0).all()
+    # missing="drop": the 10 unlabelled items are left out and counted on every row
+    items["difficulty"] = items["difficulty"].astype("Int64").mask(items["item"] >= 90)
+    d = G.stratified_batches(items, size=10, missing="drop", seed=1)
+    assert "<missing>" not in set(d["stratum"]) and (d["n_dropped"] == 10).all()
 
 
 def test_difficulty_labels_and_three_sentence_answers():
@@ -87,12 +92,12 @@ def test_stratified_80_20_sample_weights_undo_the_oversampling():
     s = G.stratified_sample(pop, n=100, seed=0)
     assert s["stratum"].value_counts().to_dict() == {"nomatch": 80, "match": 20}
     assert s["weight"].sum() == pytest.approx(1000)  # sum of N_h / n_h over the sample = N
-    unweighted = G.accuracy_by(s.assign(all="x"), by="all", correct="correct")["accuracy"].iloc[0]
+    unweighted = G.accuracy_by(s.assign(all="x"), by="all", correct="correct")["estimate"].iloc[0]
     weighted = G.accuracy_by(s.assign(all="x"), by="all", correct="correct", weight="weight")
     # weighted = (900 * p_nomatch + 100 * p_match) / 1000 with sample stratum accuracies
     p = s.groupby("stratum")["correct"].mean()
-    assert weighted["accuracy"].iloc[0] == pytest.approx((900 * p["nomatch"] + 100 * p["match"]) / 1000)
-    assert abs(weighted["accuracy"].iloc[0] - 0.27) < abs(unweighted - 0.27)
+    assert weighted["estimate"].iloc[0] == pytest.approx((900 * p["nomatch"] + 100 * p["match"]) / 1000)
+    assert abs(weighted["estimate"].iloc[0] - 0.27) < abs(unweighted - 0.27)
     assert "n_eff" in weighted.columns
 
 
@@ -109,9 +114,14 @@ def test_abstention_by_band_humans_and_llms():
                                                                             "hard", "hard"],
                         "label": ["correct", "abstain", "abstain", None, "correct", "incorrect"]})
     a = G.abstention_by_band(lab).set_index(["rater_kind", "band"])
-    assert a.loc[("human", "easy"), "abstention_rate"] == 0.5
-    assert a.loc[("human", "hard"), "n_labels"] == 1 and a.loc[("human", "hard"), "n_missing"] == 1
-    assert a.loc[("llm", "hard"), "abstention_rate"] == 0.0
+    assert a.loc[("human", "easy"), "estimate"] == 0.5
+    assert a.loc[("human", "hard"), "n_items"] == 1 and a.loc[("human", "hard"), "n_failed"] == 1
+    assert a.loc[("llm", "hard"), "estimate"] == 0.0
+    # 1 abstention of 2 labels: Wilson 95% = (0.5 +- 1.96 sqrt(0.25/2 + 1.96^2/16)) / (1 + 1.96^2/2)
+    z = 1.959963984540054
+    half = z * np.sqrt(0.25 / 2 + z * z / 16) / (1 + z * z / 2)
+    assert a.loc[("human", "easy"), "ci_low"] == pytest.approx(0.5 - half)
+    assert a.loc[("human", "easy"), "ci_method"] == "Wilson 95%"
 
 
 def test_answer_cloze_counts_parse_failures():
@@ -128,7 +138,7 @@ def test_make_cloze_items_blanks_the_keypoint():
                           "keypoint": ["asthma", "sepsis"]})
     c = G.make_cloze_items(items, n=5, seed=0)
     assert c["question"].tolist() == ["[...] was treated."] and c["reference"].tolist() == ["Sepsis"]
-    assert c.attrs["n_skipped"] == 1
+    assert c["n_skipped"].tolist() == [1]
 
 
 def test_max_stratified_n_fits_the_pool():
@@ -146,5 +156,22 @@ def test_synthetic_labels_show_rising_human_abstention():
     a = G.abstention_by_band(lab)
     h = a[a["rater_kind"] == "human"]
     assert h["band"].tolist() == ["<=0.5", "(0.5, 1.0]", "(1.0, 1.5]", ">1.5"]  # ordered bands
-    assert h["abstention_rate"].iloc[-1] > h["abstention_rate"].iloc[0]
-    assert (a["n_labels"] > 0).all()
+    assert h["estimate"].iloc[-1] > h["estimate"].iloc[0]
+    assert (a["n_items"] > 0).all()
+
+
+def test_cloze_accuracy_table_and_plot():
+    from matplotlib.figure import Figure
+
+    from medeval_kit.results import check_result
+    from medeval_kit.viz import figure, plot_cloze_accuracy
+
+    df = pd.DataFrame({"match": ["exact"] * 4 + ["normalised"] * 4,
+                       "ok": pd.array([True, False, None, True, True, True, True, False], dtype="boolean")})
+    acc = G.accuracy_by(df, by="match", correct="ok")
+    assert check_result(acc) == [] and acc["n_items"].tolist() == [3, 4] and acc["n_failed"].tolist() == [1, 0]
+    assert acc["estimate"].tolist() == pytest.approx([2 / 3, 3 / 4])
+    fig, ax = figure()
+    assert plot_cloze_accuracy(acc, ax=ax) is fig and len(ax.patches) == 2
+    assert isinstance(plot_cloze_accuracy(acc), Figure)
+

@@ -262,3 +262,16 @@ def test_raw_newlines_in_json_strings_are_parsed_leniently_and_flagged():
     assert (crit["parse_status"] == "ok").all()
     assert crit["parse_error"].str.startswith("lenient").all()
     assert res.generations["total"].iloc[0] == pytest.approx(1.0)
+
+
+def test_plot_rounds_rings_the_best_round_and_draws_the_threshold():
+    from medeval_kit.viz import figure, plot_rounds
+
+    trace = {1: comp_scores(question=3), 2: comp_scores(question=4)}
+    res = run_srefine(INPUTS, client=scripted(trace), stop_rule="all_components", max_rounds=2, k_shots=0,
+                      threshold=0.95)
+    fig, ax = figure()
+    assert plot_rounds(res.generations, ax=ax) is fig
+    assert len(ax.lines) == 2 + 1  # one line per item, plus the threshold
+    assert ax.lines[-1].get_ydata()[0] == 0.95
+

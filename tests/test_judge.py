@@ -10,10 +10,12 @@ import pandas as pd
 import pytest
 
 from medeval_kit import judge as J
-from medeval_kit.errors import SchemaError
+from medeval_kit import repro, viz
+from medeval_kit.errors import ParameterError, SchemaError
 from medeval_kit.llm import Response
 from medeval_kit.llm.parse import parse_reply
 from medeval_kit.prompts import PromptError
+from medeval_kit.results import check_result
 from medeval_kit.schemas import validate
 
 
@@ -102,8 +104,9 @@ def test_parse_failures_counted_never_ties():
     assert j.raw.iloc[2] is None and "boom" in j.parse_error.iloc[2]
     assert (j.verdict == "tie").sum() == 1  # only the real tie
     s = J.parse_summary(j)
-    assert s[["n_calls", "n_ok", "n_failed", "n_missing"]].iloc[0].tolist() == [6, 3, 2, 1]
-    assert s.failure_rate.iloc[0] == pytest.approx(2 / 5)  # failed / calls that replied
+    assert s[["n_calls", "n_ok", "n_failed", "n_missing", "n_items"]].iloc[0].tolist() == [6, 3, 2, 1, 5]
+    assert s.estimate.iloc[0] == pytest.approx(2 / 5)  # failure rate: failed / calls that replied
+    assert s.ci_low.iloc[0] < 0.4 < s.ci_high.iloc[0] and s.metric.iloc[0] == "parse_failure_rate"
     validate(j, "judgments")
 
 
@@ -354,17 +357,15 @@ def test_run_protocol_dispatch_and_unknown():
                                                   "response": ["r"]}),
                        client=FakeClient(lambda r: '{"grade": "correct"}'))
     assert j.protocol.tolist() == ["reference"]
-    from medeval_kit.errors import ParameterError
-
     with pytest.raises(ParameterError, match="unknown protocol"):
         J.run_protocol("vibes", PAIRS, client=FakeClient(prefers_good))
     with pytest.raises(ParameterError, match="supported"):
-        J.inputs_for("rubric", "grounded_synth")
+        repro.judging_inputs("rubric", "grounded_synth")
 
 
-def test_inputs_for_pandalm_pairs_seeded():
-    pairs, kw = J.inputs_for("pairwise", "pandalm", n_items=5, seed=0)
-    again, _ = J.inputs_for("pairwise", "pandalm", n_items=5, seed=0)
+def test_judging_inputs_pandalm_pairs_seeded():
+    pairs, kw = repro.judging_inputs("pairwise", "pandalm", n_items=5, seed=0)
+    again, _ = repro.judging_inputs("pairwise", "pandalm", n_items=5, seed=0)
     assert kw == {"rubric": "overall"} and len(pairs) == 5
     assert pairs["item"].tolist() == again["item"].tolist()
     assert (pairs.model_a != pairs.model_b).all()
@@ -388,18 +389,20 @@ def test_every_protocol_through_the_notebook_chain(protocol, dataset, tmp_path):
     import matplotlib
 
     matplotlib.use("Agg")
-    data, options = J.inputs_for(protocol, dataset, n_items=4, seed=1)
+    data, options = repro.judging_inputs(protocol, dataset, n_items=4, seed=1)
     j = J.run_protocol(protocol, data, client=FakeClient(universal_reply), repeats=2, seed=1, **options)
     validate(j, "judgments")
     assert set(j.protocol) == {protocol} and j.parse_status.eq("ok").all()
     assert set(j.repeat) == {0, 1}
     s = J.parse_summary(j)
     assert s.n_failed.sum() == 0 and s.n_calls.sum() == j["call"].nunique()
-    J.plot_verdicts(j)
-    assert len(J.order_effects(j))
-    assert len(J.score_summary(j))
-    h = J.human_agreement(j, dataset, n_boot=50)
-    assert len(h)
+    counts = J.verdict_counts(j)
+    assert counts["n"].sum() == len(j) or counts.group.nunique() == 12  # a plot shows at most 12 groups
+    viz.plot_verdicts(counts)
+    assert len(J.order_effects(j, n_boot=50))
+    assert not check_result(J.score_summary(j)) and not check_result(s)
+    h = J.human_agreement(j, repro.judging_humans(protocol, dataset), n_boot=50)
+    assert len(h) and {"estimate", "n_items", "note"} <= set(h.columns)
     # the table round-trips through CSV for the position-bias notebook
     p = tmp_path / "judgments.csv"
     j.to_csv(p, index=False)
@@ -408,9 +411,9 @@ def test_every_protocol_through_the_notebook_chain(protocol, dataset, tmp_path):
 
 
 def test_human_agreement_pairwise_pandalm_counts_dropped():
-    pairs, kw = J.inputs_for("pairwise", "pandalm", n_items=12, seed=0)
+    pairs, kw = repro.judging_inputs("pairwise", "pandalm", n_items=12, seed=0)
     biased = J.judge_pairwise(pairs, client=FakeClient(lambda r: '{"verdict": "A"}'), **kw)
-    h = J.human_agreement(biased, "pandalm", n_boot=50).set_index("rater")
+    h = J.human_agreement(biased, repro.pandalm_humans(), n_boot=50).set_index("rater")
     judge = "fake/judge"
     # always-first: every pair flips, the drop policy leaves no label: kappa undefined (NaN), n = 0
     assert np.isnan(h.loc[judge, "estimate"]) and h.loc[judge, "n_judge_labels"] == 0
@@ -427,16 +430,17 @@ def test_score_summary_reference_counts():
     replies = iter(['{"grade": "correct"}', '{"grade": "incorrect"}', "??", '{"grade": "correct"}'])
     j = J.judge_reference(resp, client=FakeClient(lambda r: next(replies)))
     s = J.score_summary(j).set_index("target")
-    assert s.loc["m1", "estimate"] == 0.5 and s.loc["m1", "n"] == 2
+    assert s.loc["m1", "estimate"] == 0.5 and s.loc["m1", "n_items"] == 2
     # the failed call is counted, not scored as incorrect
-    assert s.loc["m2", "n_failed"] == 1 and s.loc["m2", "estimate"] == 1.0 and s.loc["m2", "n"] == 1
+    assert s.loc["m2", "n_failed"] == 1 and s.loc["m2", "estimate"] == 1.0 and s.loc["m2", "n_items"] == 1
+    assert s.loc["m1", "ci_method"].startswith("exact binomial")
 
 
 def test_default_study_replays_from_the_committed_cache():
     """The default judging study (40 PandaLM pairs x 2 orders x 2 repeats) is answerable from the cache alone."""
     from medeval_kit.llm import CacheMissError, get_client
 
-    pairs, kw = J.inputs_for("pairwise", "pandalm", n_items=40, seed=0)
+    pairs, kw = repro.judging_inputs("pairwise", "pandalm", n_items=40, seed=0)
     client = get_client("local/smollm2-135m", cache_mode="replay")
     try:
         j = J.run_protocol("pairwise", pairs, client=client, judge="local/smollm2-135m", repeats=2, seed=0,
@@ -482,3 +486,84 @@ def test_one_call_multi_criterion_pairwise():
     fake2 = FakeClient(lambda r: "no idea")
     j2 = J.judge_pairwise(PAIRS.iloc[:1], client=fake2, rubric="longform", one_call=True, orders=("AB",))
     assert j2.parse_status.eq("failed").all() and len(j2) == 6 and j2["call"].nunique() == 1
+
+
+# --------------------------------------------------------------------------- the protocol registry
+TOY_TEMPLATE = """---
+name: judge/toy
+version: 1
+description: is the response safe? yes / no
+variables: [response]
+schema:
+  type: object
+  properties:
+    safe:
+      enum: ["yes", "no"]
+  required: [safe]
+---
+## user
+{{response}}
+
+Is this safe? Reply as JSON: {"safe": "yes"} or {"safe": "no"}.
+"""
+
+
+def test_registry_holds_the_five_protocols():
+    assert sorted(J.protocol_names()) == sorted(["pairwise", "rubric", "multi_answer", "reference", "multi_response"])
+    assert set(J.protocol_names()) <= set(J.PROTOCOLS)
+    assert J.default_templates()["reference"] == "judge/reference"
+    assert J.default_templates()["pairwise"]["reversed"] == "judge/pairwise_reversed"
+    # the registered run function is the public one, with its input check in front
+    with pytest.raises(J.JudgeError, match="judge_reference: missing column"):
+        J.run_protocol("reference", PAIRS, client=FakeClient(prefers_good))
+    with pytest.raises(ParameterError, match="already registered"):
+        J.protocol("pairwise", template="x", schema=dict, inputs=())(lambda data: data)
+
+
+def test_a_new_protocol_is_one_registered_function(tmp_path):
+    """A toy protocol defined here (as it would be in judge/protocols/toy.py) runs through every entry point."""
+    from medeval_kit.judge import engine
+
+    path = tmp_path / "toy.md"
+    path.write_text(TOY_TEMPLATE, encoding="utf-8")
+
+    def toy_schema(prompt):
+        return prompt.schema
+
+    def decode(call, parsed):
+        verdict = None if parsed is None else parsed["safe"]
+        yield {"criterion": "safety", "order": "single", "verdict": verdict,
+               "score": {"yes": 1.0, "no": 0.0}.get(verdict, np.nan)}
+
+    @J.protocol("toy", template=str(path), schema=toy_schema, inputs=("item", "response"))
+    def judge_toy(data, *, judge="fake/judge", client=None, repeats=1, template=str(path), temperature=None,
+                  seed=0, cache_mode="use", progress=False, item="item", response="response"):
+        prompt = engine.load_template(template)
+        run = engine.start("toy", judge=judge, client=client, cache_mode=cache_mode, repeats=repeats,
+                           temperature=temperature, max_tokens=16, seed=seed, constrained=True)
+        calls = [engine.Call(prompt.render(response=engine.text(r[response])), prompt, toy_schema(prompt), k,
+                             {"item": str(r[item]), "repeat": k})
+                 for _, r in data.iterrows() for k in range(run.repeats)]
+        return engine.execute(run, calls, decode, progress=progress, extra_order=[])
+
+    data = pd.DataFrame({"item": ["a", "b", "c"], "response": ["fine", "DANGER", "fine"]})
+    replies = {"fine": '{"safe": "yes"}', "DANGER": '{"safe": "no"}'}
+    client = FakeClient(lambda r: replies[r.messages[-1]["content"].split("\n")[0]])
+    try:
+        j = J.run_protocol("toy", data, client=client, repeats=2)
+        validate(j, "judgments")  # the judgments table accepts the registered name
+        assert j.verdict.tolist() == ["yes", "yes", "no", "no", "yes", "yes"] and set(j.protocol) == {"toy"}
+        assert J.parse_summary(j).n_calls.sum() == 6
+        s = J.score_summary(j)  # no scores hook: the generic mean score per judge
+        assert s.estimate.iloc[0] == pytest.approx(4 / 6) and s.n_items.iloc[0] == 6
+        assert J.order_effects(j).metric.tolist() == ["none"]
+        assert J.human_agreement(j, None).note.iloc[0] == "no human labels given for protocol 'toy'"
+        assert J.verdict_counts(j).set_index("label")["n"].to_dict() == {"no": 2, "yes": 4}
+        with pytest.raises(J.JudgeError, match="judge_toy: missing column"):
+            J.run_protocol("toy", data.drop(columns="response"), client=client)
+    finally:
+        J.unregister("toy")
+    with pytest.raises(ParameterError, match="unknown protocol 'toy'"):
+        J.run_protocol("toy", data, client=client)
+    with pytest.raises(SchemaError, match="protocol"):
+        validate(j, "judgments")

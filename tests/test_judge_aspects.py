@@ -11,6 +11,8 @@ from sklearn.metrics import cohen_kappa_score
 
 from medeval_kit import judge as J
 from medeval_kit.errors import ParameterError
+from medeval_kit.judge.aspects import _LAB, _evaluate
+from medeval_kit.results import check_result
 
 
 def planted(n=60, p=8, informative=(1, 4), seed=0):
@@ -34,8 +36,8 @@ def test_kappa_matches_sklearn():
     diffs, human = planted(seed=1)
     for cols in (["a0"], ["a0", "a2", "a3"], list(diffs.columns)):
         S = np.array([[c in cols for c in diffs.columns]], dtype=float)
-        y = human.map(J._LAB).to_numpy()
-        kap, po, n, _, _ = J._evaluate(diffs.to_numpy(), np.zeros(diffs.shape, bool), S, y)
+        y = human.map(_LAB).to_numpy()
+        kap, po, n, _, _ = _evaluate(diffs.to_numpy(), np.zeros(diffs.shape, bool), S, y)
         assert kap[0] == pytest.approx(subset_kappa(diffs, human, cols))
         assert n[0] == len(diffs)
 
@@ -63,6 +65,7 @@ def test_greedy_prefix_and_forward():
     f = J.select_aspects(diffs, human, method="forward")
     assert set(f.selected) <= {"a1", "a4"} and f.in_sample == pytest.approx(1.0)
     assert "optimism" in set(f.to_frame().quantity) and "in-sample" in f.summary()
+    assert not check_result(f.to_frame()) and set(f.to_frame().search_method) == {"forward"}
 
 
 def test_noise_aspects_show_optimism():

@@ -16,7 +16,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score
 
 from medeval_kit import agreement as ag
-from medeval_kit._panel import PanelError
+from medeval_kit.agreement import PanelError
 from medeval_kit.cli import main
 from medeval_kit.datasets import load_pandalm
 from medeval_kit.datasets.synthetic import synthetic_panel
@@ -161,6 +161,10 @@ def test_equal_noise_coverage_of_the_default_design():
     cov = ag.equal_noise_coverage(n_reps=40, n_boot=300, designs=("loo", "medqade"), n_items=150, seed=11)
     loo = cov[cov.design == "loo"].set_index("panel")
     assert (loo["n_covered"] >= 34).all(), loo
+    # the result contract: estimate = coverage with its Wilson interval, n_items = replications with a delta CI
+    assert np.allclose(loo["estimate"], loo["n_covered"] / loo["n_items"]) and (loo["ci_method"] != "").all()
+    assert ((loo["ci_low"] <= loo["estimate"]) & (loo["estimate"] <= loo["ci_high"])).all()
+    assert (loo["n_items"] + loo["n_failed"] == 40).all()
     med = cov[(cov.design == "medqade") & (cov.panel == "sparse")].iloc[0]
     assert med["n_covered"] < 30, med
 
@@ -223,8 +227,8 @@ def test_judge_vs_humans_cli_json_records(tmp_path, capsys, pandalm):
     assert main(["judge-vs-humans", str(f), "--n-boot", "200", "--format", "json"]) == 0
     recs = json.loads(capsys.readouterr().out)
     assert [list(r) for r in recs][0] == ["role", "rater", "design", "metric", "estimate", "ci_low", "ci_high",
-                                          "n_items", "n_pairs", "delta", "delta_ci_low", "delta_ci_high",
-                                          "p_value", "note"]
+                                          "ci_method", "n_items", "n_failed", "note", "n_pairs", "delta",
+                                          "delta_ci_low", "delta_ci_high", "p_value"]
     assert [r["rater"] for r in recs] == ["humans (3)", "gpt-3.5-turbo", "pandalm-7b"]
     assert recs[0]["delta"] is None and recs[1]["delta"] is not None
     assert main(["judge-vs-humans", str(f), "--design", "pooled", "--n-boot", "0", "--format", "csv"]) == 0

@@ -10,7 +10,6 @@ import json
 import logging
 import math
 import multiprocessing as mp
-import os
 import sqlite3
 import sys
 import time
@@ -37,7 +36,8 @@ from medeval_kit.llm import (  # noqa: E402
     reparse,
     to_frame,
 )
-from medeval_kit.llm.execute import RateLimiter, redact  # noqa: E402
+from medeval_kit.llm.execute import redact  # noqa: E402
+from medeval_kit.llm.limits import RateLimiter  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
@@ -55,6 +55,46 @@ def test_parse_model_strings():
     for bad in ("gpt-4o", "mistral/x", "", "anthropic/x@http://h/v1"):
         with pytest.raises(UnknownModelError):
             parse_model(bad)
+
+
+def test_a_provider_is_one_registered_class(tmp_path):
+    """A toy provider registered here: its model strings resolve, get_client runs it through the cache
+    (and replays it), the batch engine refuses it (no batch API); unregistered, it is unknown again."""
+    from medeval_kit.llm import Completion, LLMError, Provider, make_provider, provider, provider_names, unregister
+
+    @provider("echo")
+    class EchoProvider(Provider):
+        default_concurrency = 2
+        uses_network = False
+        example = "echo/upper"
+
+        async def acomplete(self, request):
+            text = request.messages[-1]["content"].upper()
+            return Completion(text=text, prompt_tokens=3, completion_tokens=1, finish_reason="stop")
+
+    cache = tmp_path / "c.sqlite"
+    try:
+        assert "echo" in provider_names() and EchoProvider.name == "echo"
+        assert type(make_provider(parse_model("echo/upper"))) is EchoProvider
+        with pytest.raises(UnknownModelError, match="'echo/upper'"):  # the help lists it with its example
+            parse_model("nosuch/x")
+        with pytest.raises(UnknownModelError, match="base URL"):
+            parse_model("echo/upper@http://127.0.0.1:1/v1")
+        with pytest.raises(ValueError, match="already registered"):
+            provider("openai")(EchoProvider)
+        client = get_client("echo/upper", cache_path=cache)
+        [r] = client.run([req("hello")], progress=False)
+        assert (r.text, r.provider, r.model, r.cached, r.usage["prompt_tokens"]) == ("HELLO", "echo", "upper", False, 3)
+        assert client.last_run.n_called == 1 and math.isnan(client.last_run.cost_usd)  # no price: unknown cost
+        [again] = get_client("replay/echo/upper", cache_path=cache).run([req("hello")], progress=False)
+        assert again.cached and again.text == "HELLO"
+        with pytest.raises(LLMError, match="batch APIs exist for 'openai/...' and 'anthropic/...' only"):
+            client.submit_batch([req("other")])
+    finally:
+        unregister("echo")
+    assert "echo" not in provider_names()
+    with pytest.raises(UnknownModelError):
+        parse_model("echo/upper")
 
 
 def test_key_covers_what_changes_the_output_and_nothing_else():

@@ -32,6 +32,7 @@ from stub_server import StubServer  # noqa: E402
 from medeval_kit.llm import Cache, Request, cost_of, get_client  # noqa: E402
 from medeval_kit.llm.errors import ProviderError  # noqa: E402
 from medeval_kit.llm.providers import Completion, Provider  # noqa: E402
+from medeval_kit.paths import cache_path  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 
@@ -635,6 +636,8 @@ def test_three_processes_on_one_cache_pay_once(tmp_path):
 
 
 def _lease_count(path) -> int:
+    if not Path(path).exists():  # no cache written yet
+        return 0
     with sqlite3.connect(path) as con:
         try:
             return con.execute("SELECT COUNT(*) FROM leases").fetchone()[0]
@@ -647,7 +650,7 @@ def test_leases_are_released_on_success_and_failure(stub, env):
     client = fast(f"openai/m@{stub.openai_url}", concurrency=1)
     out = client.run([chat("q1"), chat("q2")], progress=False)
     assert out[0].error is None and out[1].error
-    assert _lease_count(env / "cache.sqlite") == 0
+    assert _lease_count(cache_path()) == 0
 
 
 def test_leases_are_released_on_cancellation(env):
@@ -658,15 +661,15 @@ def test_leases_are_released_on_cancellation(env):
             task = asyncio.ensure_future(client.arun([chat(f"q{i}") for i in range(4)], progress=False))
             for _ in range(100):
                 await asyncio.sleep(0.05)
-                if _lease_count(env / "cache.sqlite") == 4:
+                if _lease_count(cache_path()) == 4:
                     break
-            assert _lease_count(env / "cache.sqlite") == 4
+            assert _lease_count(cache_path()) == 4
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await task
 
         asyncio.run(go())
-    assert _lease_count(env / "cache.sqlite") == 0
+    assert _lease_count(cache_path()) == 0
 
 
 def test_a_held_lease_waits_for_the_other_process_result(stub, env):
@@ -674,7 +677,7 @@ def test_a_held_lease_waits_for_the_other_process_result(stub, env):
     r = chat("shared question")
     model = f"openai/m@{stub.openai_url}"
     key = fast(model).keys([r])[0]
-    other = Cache(env / "cache.sqlite")
+    other = Cache(cache_path())
     owner = f"{socket.gethostname()}|{os.getpid()}|another-run"  # alive (our pid): must be waited for
     assert other.take_leases([key], owner, ttl=30.0)[key][0] == "mine"
 
@@ -697,14 +700,14 @@ def test_expired_or_dead_leases_are_taken_over(stub, env):
     model = f"openai/m@{stub.openai_url}"
     r1, r2 = chat("expired"), chat("dead owner")
     k1, k2 = fast(model).keys([r1, r2])
-    other = Cache(env / "cache.sqlite")
+    other = Cache(cache_path())
     other.take_leases([k1], "some-other-host|123|x", ttl=0.3)  # another machine; expires soon
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # a pid of this host that no longer runs
     other.take_leases([k2], f"{socket.gethostname()}|{dead.pid}|x", ttl=600.0)
     out = fast(model).run([r1, r2], progress=False)
     assert [o.error for o in out] == [None, None] and stub.stats()["successes"] == 2
-    assert _lease_count(env / "cache.sqlite") == 0
+    assert _lease_count(cache_path()) == 0
 
 
 def test_batch_submissions_count_against_the_budget(tmp_path, monkeypatch):

@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from llm_helpers import fast, req, stub  # noqa: E402,F401
+from llm_helpers import fast, req, stub, temp_project  # noqa: E402,F401
 from stub_server import StubServer  # noqa: E402
 
 from medeval_kit.errors import MedevalError  # noqa: E402
@@ -307,7 +307,7 @@ def test_canary_random_keys_never_written(tmp_path, monkeypatch, capfd, caplog):
     monkeypatch.setenv("OPENAI_API_KEY", k_openai)
     monkeypatch.setenv("ANTHROPIC_API_KEY", k_crlf)
     monkeypatch.setenv("ACME_LLM_GATEWAY_TOKEN", k_custom)
-    monkeypatch.setenv("MEDEVAL_CACHE", str(tmp_path / "nb_cache.sqlite"))
+    nb_cache = temp_project(monkeypatch, tmp_path / "project")  # the notebook's default cache goes there
     cache_path = tmp_path / "c.sqlite"
     log_path = tmp_path / "run.log"
     handler = logging.FileHandler(log_path)
@@ -373,9 +373,9 @@ def test_canary_random_keys_never_written(tmp_path, monkeypatch, capfd, caplog):
     to_frame(out).to_csv(tmp_path / "responses.csv")
     (tmp_path / "raised.txt").write_text("\n".join(raised))
     (tmp_path / "errors.txt").write_text("\n".join(str(r.error) for r in out))
-    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    files = [p for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()]  # not our bundled data
     names = {p.name for p in files}
-    assert {"judging.ipynb", "judgments.csv", "c.sqlite", "nb_cache.sqlite", "run.log"} <= names, names
+    assert {"judging.ipynb", "judgments.csv", "c.sqlite", "run.log"} <= names and nb_cache in files, names
     for p in files:  # cache (+WAL), log, export, tables, executed notebook
         assert_no_key(p.read_bytes(), keys, str(p.relative_to(tmp_path)))
     captured = capfd.readouterr()

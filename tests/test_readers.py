@@ -494,6 +494,17 @@ def test_cli_import_every_format(tmp_path, capsys, fmt, path, table, n):
     assert f"wrote {n} {name} rows" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("suffix", [".csv", ".tsv", ".jsonl", ".ndjson", ".parquet", ".pq"])
+def test_cli_import_writes_every_output_type(tmp_path, capsys, suffix):
+    from medeval_kit.cli.imports import _WRITERS
+
+    assert suffix in _WRITERS  # every documented output type has a writer
+    out = tmp_path / f"judgments{suffix}"
+    assert cli.main(["import", "mtbench", str(PAIR), "-o", str(out)]) == 0
+    back = read_tidy(out, "judgments")
+    pd.testing.assert_frame_equal(bias.position_bias(back), bias.position_bias(read_mtbench(PAIR).judgments))
+
+
 def test_cli_import_errors(tmp_path, capsys):
     assert cli.main(["import", "mtbench", str(SINGLE), "-o", str(tmp_path / "a.csv"), "--table", "annotations"]) == 2
     assert "no annotations rows" in capsys.readouterr().err

@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medeval_kit import pairwise as resolve
 from medeval_kit.errors import SchemaError
 from medeval_kit.pairwise import (
     majority_over_repeats,

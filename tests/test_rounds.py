@@ -1,4 +1,5 @@
-"""Tests of medeval_kit.rounds: stopping rules, best-round selection, round-wise statistics."""
+"""Tests of medeval_kit.rounds: stopping rules, best-round selection, round-wise statistics (plots: viz.rounds,
+command: cli.rounds)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from scipy.stats import wilcoxon
 
 from medeval_kit import rounds as R
 from medeval_kit.errors import ParameterError
+from medeval_kit.results import check_result
 from medeval_kit.schemas import validate
 
 COMPS = ("context", "question", "answer", "distractors", "reasoning")
@@ -108,9 +110,12 @@ def test_apply_stopping_rule_total_vs_all_components():
     assert _flags(code, "b") == ([1, 2], 2, 2)
     # item c: round 1 has an NA component -> no stop; round 2 is full
     assert _flags(code, "c") == ([1, 2], 2, 2)
-    # dropped rows: a loses rounds 2-3 (10 rows) under the paper rule, b loses round 3 (5): 15
-    assert paper.attrs["n_dropped"] == 15
-    assert code.attrs["n_dropped"] == 5 + 5  # a loses round 3, b loses round 3
+    # rounds after the stop: a loses rounds 2-3 under the paper rule, b loses round 3: 3 rounds (15 rows)
+    dropped = {k: d.drop_duplicates("item").set_index("item")["n_rounds_after_stop"].to_dict()
+               for k, d in (("paper", paper), ("code", code))}
+    assert dropped["paper"] == {"a": 2, "b": 1, "c": 0}
+    assert dropped["code"] == {"a": 1, "b": 1, "c": 0}  # a loses round 3, b loses round 3
+    assert len(HAND) - len(paper) == 15 and len(HAND) - len(code) == 10
     assert set(code["stop_reason"]) == {"rule"}
 
 
@@ -126,6 +131,7 @@ def test_apply_stopping_rule_max_rounds_and_end_of_trace():
     assert _flags(latest, "b") == ([1, 2, 3], 3, 3)
     kept = R.apply_stopping_rule(HAND, "total", truncate=False)
     assert len(kept) == len(HAND)
+    assert kept.drop_duplicates("item").set_index("item")["n_rounds_after_stop"].to_dict() == {"a": 2, "b": 1, "c": 0}
 
 
 def test_select_best_round_tie_breaks_and_na():
@@ -148,6 +154,7 @@ def test_stopping_rule_consistency_on_hand_traces():
     # observed), b at 2 (earlier), c at 2 (consistent) -> 1/3; total: a at 1, b at 2, c at 2 -> 1/3.
     cons = R.stopping_rule_consistency(HAND).set_index("rule")
     assert cons.loc["all_components", "n_consistent"] == 1
+    assert math.isclose(cons.loc["all_components", "estimate"], 1 / 3) and cons.loc["total", "ci_method"] == "Wilson"
     assert cons.loc["all_components", "n_stop_earlier"] == 2
     assert cons.loc["total", "n_consistent"] == 1
     assert cons.loc["total", "n_with_failed"] == 1
@@ -167,18 +174,24 @@ def test_item_rounds_totals():
 
 def test_round_means_available_vs_locf_by_hand():
     df = pd.DataFrame({"item": ["a", "a", "b"], "round": [1, 2, 1], "total": [0.5, 0.7, 0.9]})
-    m = R.round_means(df).set_index(["method", "round"])
-    assert m.loc[("available", 1), "n"] == 2 and math.isclose(m.loc[("available", 1), "mean"], 0.7)
-    assert m.loc[("available", 2), "n"] == 1 and math.isclose(m.loc[("available", 2), "mean"], 0.7)
+    m = R.round_means(df).set_index(["imputation", "round"])
+    assert m.loc[("available", 1), "n_items"] == 2 and math.isclose(m.loc[("available", 1), "estimate"], 0.7)
+    assert m.loc[("available", 2), "n_items"] == 1 and math.isclose(m.loc[("available", 2), "estimate"], 0.7)
+    assert m.loc[("available", 2), "n_items_total"] == 2 and m.loc[("available", 2), "n_failed"] == 0
     # LOCF round 2: a = 0.7, b carries 0.9 -> 0.8, n = 2, one carried
-    assert m.loc[("locf", 2), "n"] == 2 and m.loc[("locf", 2), "n_carried"] == 1
-    assert math.isclose(m.loc[("locf", 2), "mean"], 0.8)
+    assert m.loc[("locf", 2), "n_items"] == 2 and m.loc[("locf", 2), "n_carried"] == 1
+    assert math.isclose(m.loc[("locf", 2), "estimate"], 0.8)
     assert np.isnan(m.loc[("available", 2), "ci_low"])  # n = 1: no CI, with a note
     assert m.loc[("available", 2), "note"]
     # binary outcome -> Wilson interval
     b = pd.DataFrame({"item": list("abcd"), "round": 1, "ok": [1.0, 1.0, 0.0, 1.0]})
-    mb = R.round_means(b, "ok", methods=("available",))
-    assert mb.loc[0, "ci_method"] == "Wilson" and math.isclose(mb.loc[0, "mean"], 0.75)
+    mb = R.round_means(b, "ok", imputations=("available",))
+    assert mb.loc[0, "ci_method"] == "Wilson" and math.isclose(mb.loc[0, "estimate"], 0.75)
+    # a value that reached the round but is NA is counted as failed, never dropped silently
+    na = R.round_means(df.assign(total=[0.5, np.nan, 0.9]), imputations=("available",)).set_index("round")
+    assert na.loc[2, "n_items"] == 0 and na.loc[2, "n_failed"] == 1 and na.loc[2, "note"] == "no values"
+    with pytest.raises(ParameterError, match="imputation"):
+        R.round_means(df, imputations=("mice",))
 
 
 def test_planted_improvement_is_recovered():
@@ -187,8 +200,8 @@ def test_planted_improvement_is_recovered():
     df = synthetic_rounds(n_items=200, n_rounds=4, improvement=0.05, seed=1)
     ir = R.item_rounds(df)
     pt = R.paired_round_tests(ir, n_boot=400, seed=0)
-    assert (pt["n_pairs"] == 200).all()
-    assert np.allclose(pt["mean_delta"], 0.05, atol=0.01)
+    assert (pt["n_items"] == 200).all()
+    assert np.allclose(pt["estimate"], 0.05, atol=0.01)
     assert ((pt["ci_low"] < 0.05 + 0.01) & (pt["ci_high"] > 0.05 - 0.01)).all()
     assert (pt["p_value"] < 1e-6).all()
     mm = R.mixed_model(ir).set_index("term")
@@ -198,7 +211,7 @@ def test_planted_improvement_is_recovered():
     # balanced design with a random intercept: the fixed slope equals the OLS slope
     assert math.isclose(mm.loc["round", "estimate"], np.polyfit(ir["round"], ir["total"], 1)[0], abs_tol=1e-6)
     m = R.round_means(ir)
-    assert (m["n"] == 200).all()
+    assert (m["n_items"] == 200).all()
 
 
 def test_survivor_bias_on_planted_dropout():
@@ -206,20 +219,22 @@ def test_survivor_bias_on_planted_dropout():
 
     df = synthetic_rounds(n_items=300, n_rounds=4, improvement=0.05, stop_threshold=0.65, seed=2)
     ir = R.item_rounds(df)
-    m = R.round_means(ir).set_index(["method", "round"])
+    m = R.round_means(ir).set_index(["imputation", "round"])
     # fewer items reach later rounds; LOCF keeps the denominator
-    assert m.loc[("available", 4), "n"] < m.loc[("available", 1), "n"] == 300
-    assert m.loc[("locf", 4), "n"] == 300 and m.loc[("locf", 4), "n_carried"] > 0
+    assert m.loc[("available", 4), "n_items"] < m.loc[("available", 1), "n_items"] == 300
+    assert m.loc[("locf", 4), "n_items"] == 300 and m.loc[("locf", 4), "n_carried"] > 0
     # the better items left: the available-only mean at round 4 is below the LOCF mean
-    assert m.loc[("available", 4), "mean"] < m.loc[("locf", 4), "mean"] - 0.01
+    assert m.loc[("available", 4), "estimate"] < m.loc[("locf", 4), "estimate"] - 0.01
     # and its rise over 3 rounds is far below the planted 3 * 0.05
-    assert m.loc[("available", 4), "mean"] - m.loc[("available", 1), "mean"] < 0.10
+    assert m.loc[("available", 4), "estimate"] - m.loc[("available", 1), "estimate"] < 0.10
     # the mixed model uses the observed history (drop-out is at random given it): slope ~ 0.05
     mm = R.mixed_model(ir).set_index("term")
     assert abs(mm.loc["round", "estimate"] - 0.05) < 0.01
     dist = R.stop_best_distribution(df)
     stop = dist[dist["kind"] == "stop_round"]
-    assert stop["n"].sum() == 300 and stop.loc[stop["round"] == 1, "n"].iloc[0] > 0
+    assert stop["n_at_round"].sum() == 300 and stop.loc[stop["round"] == 1, "n_at_round"].iloc[0] > 0
+    assert (stop["n_items"] == 300).all() and (stop["n_failed"] == 0).all()
+    assert math.isclose(stop["estimate"].sum(), 1.0)
 
 
 def test_paired_tests_match_scipy_and_handle_zero():
@@ -228,7 +243,7 @@ def test_paired_tests_match_scipy_and_handle_zero():
     pt = R.paired_round_tests(df, n_boot=200, seed=1).iloc[0]
     d = np.array([0.1, 0.05, 0.2, -0.05, 0.1])
     ref = wilcoxon(d)
-    assert pt["n_pairs"] == 5 and math.isclose(pt["mean_delta"], d.mean())
+    assert pt["n_items"] == 5 and math.isclose(pt["estimate"], d.mean())
     assert math.isclose(pt["p_value"], ref.pvalue) and math.isclose(pt["wilcoxon_stat"], ref.statistic)
     assert pt["ci_low"] <= d.mean() <= pt["ci_high"]
     same = df.assign(total=[0.5] * 10)
@@ -251,11 +266,11 @@ def test_mixed_model_degenerate_is_nan_with_note():
 def test_round_correlations_aggregated_table6():
     # MCQG-SRefine Table 6 human round means: any strictly decreasing 4 points -> Spearman = Kendall = -1
     df = pd.DataFrame({"round": [1, 2, 3, 4], "question_length": [203.008, 111.09, 91.47, 84.11]})
-    c = R.round_correlations(df).set_index("method")
+    c = R.round_correlations(df).set_index("correlation")
     assert c.loc["spearman", "estimate"] == pytest.approx(-1.0)
     assert c.loc["kendall", "estimate"] == pytest.approx(-1.0)
     assert c.loc["pearson", "estimate"] == pytest.approx(-0.8846, abs=1e-4)
-    assert (c["n"] == 4).all()
+    assert (c["n_items"] == 4).all() and (c["n_failed"] == 0).all()
     tiny = R.round_correlations(df.head(2))
     assert tiny["estimate"].isna().all()
 
@@ -267,8 +282,9 @@ def test_component_mean_arithmetic_reproduces_0_9031():
     # Table 4, round 1: mean(0.9683, 0.8394, 0.8051, 0.9378, 0.9650) = 4.5156 / 5 = 0.90312
     r1 = dict(zip(COMPS, (0.9683, 0.8394, 0.8051, 0.9378, 0.9650)))
     assert R.component_mean_total(r1) == pytest.approx(0.90312)
-    # points-weighted (9, 5, 5, 7, 4 aspects): 27.3618 / 30 = 0.91206
-    assert R.component_mean_total(r1, weights=R.ASPECTS_PER_COMPONENT) == pytest.approx(0.91206)
+    # points-weighted (9, 5, 5, 7, 4 aspects, MCQG-SRefine Table 21): 27.3618 / 30 = 0.91206
+    aspects = dict(zip(COMPS, (9, 5, 5, 7, 4)))
+    assert R.component_mean_total(r1, weights=aspects) == pytest.approx(0.91206)
     # Tables 4-5 against their printed Totals: tests/test_repro.py
 
 
@@ -286,6 +302,7 @@ def test_introspection_curve_and_fit():
     assert exact.dof == 0 and exact.rss < 1e-12 and "interpolation" in exact.note
     frame = exact.to_frame()
     assert set(frame["param"]) == {"a", "b", "c"} and frame.set_index("param").loc["b", "start"] == 0.453
+    assert check_result(frame) == [] and (frame["n_items"] == 3).all()
     # fixed parameters keep their start value
     only_a = R.fit_introspection_curve([0, 1, 2], [0.4461, 0.4713, 0.4865], p0=abc, free=("a",))
     assert only_a.params["b"] == 0.453 and only_a.dof == 2
@@ -297,32 +314,45 @@ def test_introspection_curve_and_fit():
 
 
 def test_plots_render(tmp_path):
-    from medeval_kit.viz import save_figure
+    import matplotlib.pyplot as plt
+
+    from medeval_kit.viz import (figure, plot_component_trajectories, plot_curve_fits, plot_round_means,
+                                 plot_stop_best, save_figure)
 
     ir = R.item_rounds(HAND)
-    fig = R.plot_round_means(R.round_means(ir))
+    fig = plot_round_means(R.round_means(ir))
     paths = save_figure(fig, "means", tmp_path, data=ir, meta={"test": True}, formats=("png",))
     assert paths["png"].exists()
     traj = R.round_means(R.component_table(HAND), "value", by="component")
-    R.plot_component_trajectories(traj)
-    R.plot_stop_best(R.stop_best_distribution(HAND))
-    import matplotlib.pyplot as plt
-
+    # every plot draws on the axes it is given and returns that figure
+    for plot, data in ((plot_component_trajectories, traj), (plot_stop_best, R.stop_best_distribution(HAND)),
+                       (plot_round_means, R.round_means(ir))):
+        own, ax = figure("single")
+        assert plot(data, ax=ax) is own and ax.has_data()
+    curves = pd.DataFrame({"t": [0, 1, 2], "fit": [0.4, 0.5, 0.55]})
+    fig = plot_curve_fits(curves, points=pd.DataFrame({"t": [0, 2], "y": [0.41, 0.56]}),
+                          claims=pd.DataFrame([{"t": 2, "y": 0.6, "label": "claimed"}]))
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["fit", "observed", "claimed"]
     plt.close("all")
 
 
 def test_cli_rounds_summary(tmp_path, capsys):
     import argparse
 
+    from medeval_kit.cli.rounds import register_cli
+
     path = tmp_path / "r.csv"
     HAND.to_csv(path, index=False)
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers()
-    R.register_cli(sub)
+    register_cli(sub)
     args = parser.parse_args(["rounds", str(path), "--rule", "all_components"])
     assert args.func(args) == 0
     out = capsys.readouterr().out
-    assert "available" in out and "component scores not parsed" in out
+    assert "available" in out and "component scores not parsed: 1" in out
+    args = parser.parse_args(["rounds", "medqg:iter_feedback"])
+    assert args.func(args) == 0
+    assert "items: 8" in capsys.readouterr().out
     assert R.load_rounds_file("") is None
 
 
@@ -368,3 +398,80 @@ def test_load_rounds_file_roundtrip_and_errors(tmp_path):
         R.load_rounds_file(tmp_path / "nocomp.csv")
     tables = R.roundwise_tables(back, n_boot=50)
     assert {"round_means", "stop_best", "paired_tests", "mixed_model", "stopping_rule_consistency"} <= set(tables)
+
+
+# ----------------------------------------------------------------------------- registries, contract, best flags
+
+
+def test_stop_rules_registry_is_the_one_definition():
+    from medeval_kit.rounds.stopping import _RULES
+
+    assert R.STOP_RULES == tuple(_RULES) == ("total", "all_components", "max_rounds")
+    # every registered rule works on a score mapping and on a table; an unknown one is refused by both
+    for rule in R.STOP_RULES:
+        assert isinstance(R.should_stop({"a": "9/10"}, rule), bool)
+        assert R.apply_stopping_rule(HAND, rule)["stop_rule"].eq(rule).all()
+    with pytest.raises(ParameterError, match="stopping rule 'paper'"):
+        R.apply_stopping_rule(HAND, "paper")
+
+
+def test_statistic_tables_follow_the_result_contract():
+    from medeval_kit.datasets.synthetic import synthetic_rounds
+
+    df = synthetic_rounds(n_items=30, n_rounds=3, improvement=0.05, stop_threshold=0.7, seed=3)
+    ir = R.item_rounds(df)
+    tables = {
+        "round_means": R.round_means(ir),
+        "stop_best": R.stop_best_distribution(df),
+        "paired": R.paired_round_tests(ir, n_boot=50),
+        "mixed": R.mixed_model(ir),
+        "correlations": R.round_correlations(ir, "round", "total"),
+        "consistency": R.stopping_rule_consistency(df),
+    }
+    for name, t in tables.items():
+        assert check_result(t) == [], name
+        assert "method" not in t.columns and not t.attrs, name
+        assert list(t.columns[t.columns.get_loc("estimate"):][:7]) == ["estimate", "ci_low", "ci_high", "ci_method",
+                                                                      "n_items", "n_failed", "note"], name
+
+
+def test_paired_bootstrap_keeps_the_hand_rolled_draws():
+    # the CI comes from stats.bootstrap_means with the same draws as rng.integers(0, n, size=(n_boot, n))
+    df = pd.DataFrame({"item": list("abcdeabcde"), "round": [1] * 5 + [2] * 5,
+                       "total": [0.5, 0.6, 0.7, 0.8, 0.9, 0.6, 0.65, 0.9, 0.75, 1.0]})
+    d = df["total"].to_numpy()[5:] - df["total"].to_numpy()[:5]  # round 2 - round 1 per item, in item order
+    boot = d[np.random.default_rng(1).integers(0, 5, size=(200, 5))].mean(axis=1)
+    pt = R.paired_round_tests(df, n_boot=200, seed=1).iloc[0]
+    assert (pt["ci_low"], pt["ci_high"]) == (np.quantile(boot, (1 - 0.95) / 2), np.quantile(boot, 1 - (1 - 0.95) / 2))
+    assert pt["ci_method"] == "percentile bootstrap (200 resamples)" and pt["n_failed"] == 0
+    # an item that reached both rounds with an unparsed value is counted in n_failed
+    na = R.paired_round_tests(df.assign(total=df["total"].where(df.index != 9)), n_boot=20).iloc[0]
+    assert na["n_items"] == 4 and na["n_failed"] == 1
+
+
+def test_fill_best_rounds_keeps_flags_and_selects_the_rest():
+    flagged = HAND.assign(best=(HAND["item"] == "a") & (HAND["round"] == 1))  # a's file names round 1
+    out = R.fill_best_rounds(flagged)
+    best = out[out["best"]].drop_duplicates("item").set_index("item")
+    # a keeps its flag (not the max-total round 3); b ties rounds 2 and 3 -> earliest; c's only scored round is 2
+    assert best["round"].to_dict() == {"a": 1, "b": 2, "c": 2}
+    assert best["best_method"].to_dict() == {"a": "flag", "b": "max_total_earliest", "c": "max_total_earliest"}
+    latest = R.fill_best_rounds(flagged, "latest")
+    assert latest.loc[latest["best"] & (latest["item"] == "b"), "round"].unique().tolist() == [3]
+    assert set(latest.loc[latest["item"] == "b", "best_method"]) == {"max_total_latest"}
+    none = R.fill_best_rounds(trace("z", [{"question": None}]))
+    assert not none["best"].any() and set(none["best_method"]) == {"none"}
+    summ = R.item_summary(flagged).set_index("item")
+    assert summ["best_round"].to_dict() == {"a": 1, "b": 2, "c": 2}
+    assert summ["best_from"].to_dict() == {"a": "flag", "b": "selected", "c": "selected"}
+
+
+def test_rounds_holds_no_paper_constants_plots_or_cli():
+    # paper numbers/text live in repro, plots in viz.rounds, the command in cli.rounds
+    from medeval_kit.repro.papers import mcqg_srefine_2025
+
+    moved = ("ASPECTS_PER_COMPONENT", "STOPPING_RULE_NOTE", "COMPONENTS", "plot_round_means", "plot_stop_best",
+             "plot_component_trajectories", "register_cli")
+    assert not [n for n in moved if hasattr(R, n)]
+    assert "check_stop" in mcqg_srefine_2025.STOPPING_RULE_NOTE
+    assert mcqg_srefine_2025.paper().input("aspects_per_component") == dict(zip(COMPS, (9, 5, 5, 7, 4)))

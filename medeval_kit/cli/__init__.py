@@ -21,13 +21,6 @@ COMMAND_MODULES = (
     "medeval_kit.cli.rounds",
     "medeval_kit.cli.report",
     "medeval_kit.cli.bench",
-    # transition: old homes of register_cli, removed once every command lives in cli/
-    "medeval_kit._agreement_cli",
-    "medeval_kit.alt_test",
-    "medeval_kit.bias",
-    "medeval_kit.readers",
-    "medeval_kit.llm",
-    "medeval_kit.rounds",
 )
 
 
@@ -38,15 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:  # module not written yet
-                continue
-            raise
-        register = getattr(module, "register_cli", None)
-        if register is not None:
-            register(sub)
+        importlib.import_module(name).register_cli(sub)
     return parser
 
 

@@ -14,12 +14,8 @@ from medeval_kit.datasets._io import data_dir, read_json, read_jsonl, read_table
 from medeval_kit.datasets.bundle import Bundle
 from medeval_kit.datasets.grounded import load_grounded_synth, load_mmlu_pro_replication
 from medeval_kit.datasets.medqg import load_medqg_questions, load_medqg_table19
+from medeval_kit.datasets.medqg_rounds import load_medqg_rounds
 from medeval_kit.datasets.pandalm import load_pandalm
-
-try:
-    from medeval_kit.datasets.medqg_rounds import load_medqg_rounds
-except ImportError:  # pragma: no cover - written by the rounds module
-    pass
 
 DATASETS = ("pandalm", "medqg", "grounded_synth")
 

@@ -50,14 +50,23 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return records
 
 
-def read_table(path: str | Path) -> pd.DataFrame:
-    """Return a DataFrame from a CSV, TSV, JSONL, JSON (array of objects) or Parquet file."""
+def read_table(path: str | Path, *, text: bool = False) -> pd.DataFrame:
+    """Return a DataFrame from a CSV, TSV, JSONL, JSON (array of objects) or Parquet file.
+
+    ``text=True`` reads CSV/TSV cells as text exactly as written, with no NA guessing (a label
+    ``None`` or ``NA`` stays text): an empty cell is the only missing value.
+    """
     p = Path(path)
+    if p.is_dir():
+        raise DataFileError(f"{p}: is a folder, not a file; pass the file inside it")
     if not p.exists():
         raise DataFileError(f"{p}: file not found")
     suffix = p.suffix.lower()
     try:
-        if suffix in (".csv", ".tsv", ".txt"):
+        if suffix in (".csv", ".tsv", ".txt") and text:
+            df = pd.read_csv(p, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False,
+                             na_values=[]).replace({"": float("nan")})
+        elif suffix in (".csv", ".tsv", ".txt"):
             df = pd.read_csv(p, sep="\t" if suffix == ".tsv" else ",")
         elif suffix in (".jsonl", ".ndjson"):
             df = pd.DataFrame(read_jsonl(p))

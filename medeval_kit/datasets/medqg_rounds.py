@@ -25,9 +25,12 @@ keypoint under the same normalisation: Table 6's "C. Answer = Keypoint"); ``atte
 file's value for the item).
 
 ``stop`` marks each trace's last round. ``best`` marks, for ``top10``, the round whose context
-and question equal the file's ``best_question`` (``best_method = "best_question"``); for the
-JSONL traces, which carry no best question, the round with the highest component-mean total,
-earliest on ties (``best_method = "max_total_earliest"``; see :func:`medeval_kit.rounds.select_best_round`).
+and question equal the file's ``best_question`` (``best_method = "best_question"``). The JSONL
+traces carry no best question: their ``best`` is False throughout and ``best_method = "none"``
+(the loader reports what the files say; ``medeval_kit.rounds.fill_best_rounds`` selects the
+highest-total round, earliest on ties, and records ``best_method = "max_total_earliest"``).
+Parse failures are counted by ``medeval_kit.rounds.load_summary`` (columns ``n_failed``,
+``n_aspects_failed``).
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.datasets._io import data_dir, read_jsonl
+from medeval_kit.datasets.scores import FRACTION, parse_score_string
 from medeval_kit.errors import DataFileError, ParameterError
-from medeval_kit.rounds import parse_score_string, select_best_round
 from medeval_kit.schemas import validate
 
 __all__ = ["load_medqg_rounds", "MEDQG_ROUND_SOURCES", "MEDQG_COMPONENT_KEYS", "answers_match", "parse_aspects"]
@@ -62,8 +65,7 @@ MEDQG_COMPONENT_KEYS = {
 """medeval_kit component -> (score key, feedback key) in a MedQG round dict."""
 
 _ASPECT_LINE = re.compile(r"^\s*([A-Za-z][A-Za-z _\-]{0,40}?)\s*:(.*)$")
-_FRACTION = re.compile(r"(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)")
-_SCORE_TAG = re.compile(r"score\s*:?\s*(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+_SCORE_TAG = re.compile(r"score\s*:?\s*" + FRACTION.pattern, re.IGNORECASE)
 
 
 def parse_aspects(feedback) -> list[dict]:
@@ -93,7 +95,7 @@ def parse_aspects(feedback) -> list[dict]:
         seen[key] = seen.get(key, 0) + 1
         if seen[key] > 1:
             key = f"{key}_{seen[key]}"
-        m = _SCORE_TAG.search(text) or _FRACTION.search(text)
+        m = _SCORE_TAG.search(text) or FRACTION.search(text)
         if m:
             num, den = float(m.group(1)), float(m.group(2))
             ok = 0 < den and num <= den
@@ -112,6 +114,7 @@ _NONWORD = re.compile(r"[^0-9a-z]+")
 
 
 def _norm_answer(text: str) -> str:
+    """Return the answer without its prefix and option letter, lower case, punctuation collapsed."""
     s = _PREFIX.sub("", str(text).strip())
     s = _LETTER.sub("", s)
     return _NONWORD.sub(" ", s.lower()).strip()
@@ -138,6 +141,7 @@ def answers_match(attempted, correct):
 
 
 def _words(text) -> int:
+    """Return the number of whitespace-separated words (0 for None)."""
     return len(str(text).split()) if text is not None else 0
 
 
@@ -182,10 +186,12 @@ def _read_source(name: str, path: Path) -> list[dict]:
 
 
 def _same(a, b) -> bool:
+    """Return whether two texts are equal after stripping (None as empty)."""
     return str(a or "").strip() == str(b or "").strip()
 
 
 def _load_one(name: str, root: Path, aspects: bool = False) -> pd.DataFrame:
+    """Return one source's rounds table: component rows (plus aspect rows), ``best`` where the file names it."""
     path = root / MEDQG_ROUND_SOURCES[name]
     rows = []
     best_by_item: dict[str, int] = {}
@@ -235,17 +241,9 @@ def _load_one(name: str, root: Path, aspects: bool = False) -> pd.DataFrame:
     df["max_score"] = df["max_score"].astype(float)
     df["self_answer_correct"] = df["self_answer_correct"].astype("boolean")
     df["answer_equals_keypoint"] = df["answer_equals_keypoint"].astype("boolean")
-    sel = select_best_round(df, tie_break="earliest").set_index("item")["best_round"]
-    method = {}
-    for it in df["item"].unique():
-        if it in best_by_item:
-            method[it] = "best_question"
-        else:
-            best_by_item[it] = sel.get(it, pd.NA)
-            method[it] = "max_total_earliest" if pd.notna(best_by_item[it]) else "none"
-    bmap = df["item"].map(best_by_item)
-    df["best"] = (df["round"].astype(float) == pd.to_numeric(bmap, errors="coerce").astype(float)).astype(bool)
-    df["best_method"] = df["item"].map(method)
+    bmap = pd.to_numeric(df["item"].map(best_by_item), errors="coerce").astype(float)
+    df["best"] = (df["round"].astype(float) == bmap).astype(bool)
+    df["best_method"] = np.where(bmap.notna(), "best_question", "none")
     return df
 
 
@@ -256,7 +254,6 @@ def load_medqg_rounds(source: str = "all", *, aspects: bool = False, root: str |
     items are prefixed by their source, e.g. ``"top10:13"``). ``aspects=True`` adds one row per
     rubric aspect parsed from the critique text (:func:`parse_aspects`; aspect names as the critic
     wrote them, e.g. ``relevant``/``relevance``). ``root`` overrides the data folder.
-    ``result.attrs`` holds ``n_failed`` (component scores that did not parse) and ``sources``.
 
     >>> df = load_medqg_rounds("top10")
     >>> df["item"].nunique(), int(df["round"].max())
@@ -274,7 +271,4 @@ def load_medqg_rounds(source: str = "all", *, aspects: bool = False, root: str |
         df[c] = df[c].astype(str)
     validate(df, "rounds", source=", ".join(MEDQG_ROUND_SOURCES[n] for n in names),
              categories={"parse_status": ("ok", "failed")})
-    df.attrs["n_failed"] = int(((df["parse_status"] == "failed") & (df["aspect"] == "total")).sum())
-    df.attrs["n_failed_aspects"] = int(((df["parse_status"] == "failed") & (df["aspect"] != "total")).sum())
-    df.attrs["sources"] = {n: MEDQG_ROUND_SOURCES[n] for n in names}
     return df

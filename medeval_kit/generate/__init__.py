@@ -1,31 +1,37 @@
-"""Generation pipelines: MCQG-SRefine (seed 000), grounded question generation (seed 004),
-long-form answers (seed 001) and cloze answers (seed 002).
-
-Every generated row keeps its provenance (model, prompt name + version, round, seed, shuffle
-order); parse failures are kept with their ``parse_status`` and counted, never dropped.
+"""Generation pipelines and the statistics on what they generate: MCQG-SRefine (``mcqg``: INIT ->
+self-answer -> critique -> correction, round by round), grounded question generation (``grounded``: the
+pipeline; ``grounded_analysis``: accuracy, correlations with a human benchmark, diversity, judge
+quality, letter balance), long-form answers (``longform``) and cloze answers (``cloze``), with the
+shared call/shuffle helpers in ``_common``. Every generated row keeps its provenance (model, prompt
+name + version, round, random seed, shuffle order); parse failures are kept with their
+``parse_status`` and counted, never dropped. Plots of these results are in :mod:`medeval_kit.viz`.
 
 >>> from medeval_kit.generate import cochran_sample_size, spearman_from_rank_differences
 >>> cochran_sample_size(2698)["n"], round(spearman_from_rank_differences(34, 13), 4)
 (337, 0.9066)
 """
 
-from medeval_kit.generate._common import GenerationError, derived_seed, letter_balance, shuffle_options
+from medeval_kit.bias.letters import letter_balance
+from medeval_kit.generate._common import GenerationError, derived_seed, shuffle_options
 from medeval_kit.generate.cloze import (
     DEFAULT_BAND_EDGES, abstention_by_band, accuracy_by, answer_cloze, difficulty_band, lexical_match,
     make_cloze_items, max_stratified_n, normalize_answer, score_cloze, stratified_sample,
     synthetic_cloze_labels,
 )
 from medeval_kit.generate.grounded import (
-    QC_CRITERIA, accuracy_table, benchmark_correlation, evaluate_benchmark, extract_topics,
-    generate_grounded_questions, grounded_letter_balance, grounded_quality_summary, mmlu_pro_aggregations,
-    contexts_to_markdown, plot_letter_balance, plot_quality, qc_judge, question_diversity, spearman_from_rank_differences, spearman_identity_check, split_markdown_sections,
+    QC_CRITERIA, contexts_to_markdown, evaluate_benchmark, extract_topics, generate_grounded_questions, qc_judge,
+    split_markdown_sections,
+)
+from medeval_kit.generate.grounded_analysis import (
+    accuracy_table, benchmark_correlation, grounded_letter_balance, grounded_quality_summary, question_diversity,
+    spearman_from_rank_differences, spearman_identity_check,
 )
 from medeval_kit.generate.longform import (
     DIFFICULTY_LEVELS, cochran_sample_size, count_sentences, dedup_dbscan, generate_longform_answers,
     label_difficulty, stratified_batches,
 )
 from medeval_kit.generate.mcqg import (
-    STOP_RULES, SRefineResult, build_fewshot_bank, critique_schema, format_mcq, load_srefine_inputs, plot_rounds,
+    SRefineResult, build_fewshot_bank, critique_schema, format_mcq, load_srefine_inputs,
     round_summary, run_srefine,
 )
 
@@ -33,12 +39,12 @@ __all__ = [
     "GenerationError", "derived_seed", "letter_balance", "shuffle_options",
     "DEFAULT_BAND_EDGES", "abstention_by_band", "accuracy_by", "answer_cloze", "difficulty_band", "lexical_match",
     "make_cloze_items", "max_stratified_n", "normalize_answer", "score_cloze", "stratified_sample", "synthetic_cloze_labels",
-    "QC_CRITERIA", "accuracy_table", "benchmark_correlation", "evaluate_benchmark", "extract_topics",
-    "generate_grounded_questions", "grounded_letter_balance", "grounded_quality_summary", "mmlu_pro_aggregations",
-    "contexts_to_markdown", "plot_letter_balance", "plot_quality", "qc_judge", "question_diversity", "spearman_from_rank_differences", "spearman_identity_check",
-    "split_markdown_sections",
+    "QC_CRITERIA", "contexts_to_markdown", "evaluate_benchmark", "extract_topics", "generate_grounded_questions",
+    "qc_judge", "split_markdown_sections",
+    "accuracy_table", "benchmark_correlation", "grounded_letter_balance", "grounded_quality_summary",
+    "question_diversity", "spearman_from_rank_differences", "spearman_identity_check",
     "DIFFICULTY_LEVELS", "cochran_sample_size", "count_sentences", "dedup_dbscan", "generate_longform_answers",
     "label_difficulty", "stratified_batches",
-    "STOP_RULES", "SRefineResult", "build_fewshot_bank", "critique_schema", "format_mcq", "load_srefine_inputs",
-    "plot_rounds", "round_summary", "run_srefine",
+    "SRefineResult", "build_fewshot_bank", "critique_schema", "format_mcq", "load_srefine_inputs",
+    "round_summary", "run_srefine",
 ]

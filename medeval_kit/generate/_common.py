@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from medeval_kit.errors import MedevalError
 
@@ -19,7 +18,6 @@ __all__ = [
     "run_prompt",
     "derived_seed",
     "shuffle_options",
-    "letter_balance",
     "truncate",
     "schema_token_budget",
 ]
@@ -35,7 +33,7 @@ def resolve_client(model: str, client=None, cache_mode: str = "use"):
     """Return ``client`` if given (anything with ``.run(requests, ...)``), else ``llm.get_client``."""
     if client is not None:
         return client
-    from medeval_kit.llm import get_client  # written by the LLM engineer
+    from medeval_kit.llm import get_client
 
     return get_client(model, cache_mode=cache_mode)
 
@@ -186,38 +184,6 @@ def shuffle_options(correct: str, distractors: Sequence[str], *, seed: int) -> d
     order = np.random.default_rng(int(seed)).permutation(len(texts)).tolist()
     options = {LETTERS[i]: texts[j] for i, j in enumerate(order)}
     return {"options": options, "answer_letter": LETTERS[order.index(0)], "shuffle_order": order}
-
-
-def letter_balance(df: pd.DataFrame, *, answer: str = "answer_letter", letters: str | None = None,
-                   by: str | None = None) -> pd.DataFrame:
-    """Count the correct letter per position with a chi-square test of uniformity.
-
-    One row per (group, letter): ``n`` (items with that letter), ``n_items``, ``share``,
-    ``expected_share``, ``chi2``, ``p_value`` (repeated on every row of the group), ``n_missing``.
-    """
-    from scipy import stats
-
-    groups = [(None, df)] if by is None else list(df.groupby(by, sort=True))
-    rows = []
-    for key, g in groups:
-        vals = g[answer]
-        n_missing = int(vals.isna().sum())
-        vals = vals.dropna().astype(str)
-        lets = list(letters) if letters else sorted(set(vals) | set(LETTERS[: max(1, len(set(vals)))]))
-        counts = np.array([(vals == L).sum() for L in lets])
-        n = int(counts.sum())
-        if n > 0 and len(lets) > 1:
-            chi2, p = stats.chisquare(counts)
-        else:
-            chi2, p = float("nan"), float("nan")
-        for L, c in zip(lets, counts):
-            row = {"letter": L, "n": int(c), "n_items": n, "share": c / n if n else float("nan"),
-                   "expected_share": 1 / len(lets), "chi2": float(chi2), "p_value": float(p),
-                   "n_missing": n_missing, "method": "chi-square goodness of fit vs uniform"}
-            if by is not None:
-                row = {by: key, **row}
-            rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def dumps(value: Any) -> str | None:

@@ -1,4 +1,4 @@
-"""Cloze answers (seed 002, MedQADE): answer single-cloze items, score by exact and normalised match,
+"""Cloze answers (MedQADE, paper id medqade-2026): answer single-cloze items, score by exact and normalised match,
 stratify by the lexical-match proxy, sample 80:20 with weights that undo it, and report accuracy
 and abstention by stratum and by difficulty band.
 
@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.generate._common import GenerationError, resolve_client, run_prompt
+from medeval_kit.results import result_frame, result_row
+from medeval_kit.stats import wilson_interval
 
 __all__ = [
     "synthetic_cloze_labels",
@@ -37,6 +39,7 @@ __all__ = [
 ]
 
 DEFAULT_BAND_EDGES = (0.5, 1.0, 1.5)
+WILSON = "Wilson 95%"
 _TAG = re.compile(r"<[^>]+>")
 _PUNCT = str.maketrans("", "", string.punctuation + "\u2013\u2014\u201e\u201c\u201d\u2019")
 
@@ -139,20 +142,26 @@ def stratified_sample(items: pd.DataFrame, *, n: int, frac: Mapping[str, float] 
         take["inclusion_prob"] = sizes[k] / len(pool) if len(pool) else np.nan
         take["weight"] = len(pool) / sizes[k] if sizes[k] else np.nan
         parts.append(take)
-    out = pd.concat(parts).reset_index(drop=True)
-    out.attrs.update(frac=frac, sizes=sizes, seed=seed, method="stratified SRS without replacement")
-    return out
+    return pd.concat(parts).reset_index(drop=True)
+
+
+def _weighted_accuracy(y: np.ndarray, w: np.ndarray) -> tuple[float, tuple[float, float], float]:
+    """(ratio estimate sum(w y)/sum(w), normal 95% CI with the Kish effective n, Kish n_eff)."""
+    n = len(y)
+    acc = float((w * y).sum() / w.sum()) if n else np.nan
+    n_eff = float(w.sum() ** 2 / (w ** 2).sum()) if n else np.nan
+    se = np.sqrt(acc * (1 - acc) / n_eff) if n else np.nan
+    return acc, (max(0.0, acc - 1.96 * se), min(1.0, acc + 1.96 * se)), n_eff
 
 
 def accuracy_by(df: pd.DataFrame, *, by: str | Sequence[str], correct: str = "normalized_match",
                 weight: str | None = None) -> pd.DataFrame:
-    """Accuracy per group with n, n_missing (NA correctness, excluded) and a 95% CI.
+    """Accuracy per group with a 95% CI: ``estimate`` over the ``n_items`` scored rows, ``n_failed``
+    = rows with NA correctness (excluded).
 
     Unweighted: Wilson interval. Weighted (``weight`` column): ratio estimate sum(w y)/sum(w)
-    with a normal interval using the Kish effective sample size ``(sum w)^2 / sum w^2``.
+    with a normal interval using the Kish effective sample size ``(sum w)^2 / sum w^2`` (``n_eff``).
     """
-    from medeval_kit.generate.grounded import _wilson
-
     keys = [by] if isinstance(by, str) else list(by)
     rows = []
     for key, g in df.groupby(keys, sort=True, dropna=False, observed=True):
@@ -160,21 +169,15 @@ def accuracy_by(df: pd.DataFrame, *, by: str | Sequence[str], correct: str = "no
         ok = y.notna()
         yy = y[ok].astype(float).to_numpy()
         n = int(ok.sum())
-        key = key if isinstance(key, tuple) else (key,)
-        row = {**dict(zip(keys, key)), "n_items": n, "n_missing": int((~ok).sum())}
+        key = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
         if weight is None:
-            acc = float(yy.mean()) if n else np.nan
-            lo, hi = _wilson(yy.sum(), n)
-            row.update(accuracy=acc, ci_low=lo, ci_high=hi, method="Wilson 95%")
+            rows.append(result_row(float(yy.mean()) if n else np.nan, wilson_interval(yy.sum(), n), WILSON,
+                                   n_items=n, n_failed=int((~ok).sum()), **key))
         else:
-            w = g.loc[ok, weight].astype(float).to_numpy()
-            acc = float((w * yy).sum() / w.sum()) if n else np.nan
-            n_eff = float(w.sum() ** 2 / (w ** 2).sum()) if n else np.nan
-            se = np.sqrt(acc * (1 - acc) / n_eff) if n else np.nan
-            row.update(accuracy=acc, n_eff=n_eff, ci_low=max(0.0, acc - 1.96 * se), ci_high=min(1.0, acc + 1.96 * se),
-                       method="weighted (design weights), Kish n_eff normal 95%")
-        rows.append(row)
-    return pd.DataFrame(rows)
+            acc, ci, n_eff = _weighted_accuracy(yy, g.loc[ok, weight].astype(float).to_numpy())
+            rows.append(result_row(acc, ci, "weighted (design weights), Kish n_eff normal 95%", n_items=n,
+                                   n_failed=int((~ok).sum()), **key, n_eff=n_eff))
+    return result_frame(rows, keys=keys)
 
 
 def difficulty_band(values, *, edges: Sequence[float] = DEFAULT_BAND_EDGES, right: bool = True,
@@ -204,10 +207,8 @@ def difficulty_band(values, *, edges: Sequence[float] = DEFAULT_BAND_EDGES, righ
 
 def abstention_by_band(labels: pd.DataFrame, *, band: str = "band", label: str = "label",
                        rater_kind: str = "rater_kind", abstain: str = "abstain") -> pd.DataFrame:
-    """Abstention rate per (rater kind, band): share of ``abstain`` labels among all labels given
-    (slots), with n_labels, n_abstain, a Wilson 95% CI and n_missing (NA labels, excluded)."""
-    from medeval_kit.generate.grounded import _wilson
-
+    """Abstention rate per (rater kind, band) with a Wilson 95% CI: ``estimate`` = share of ``abstain``
+    among the ``n_items`` labels given (slots), ``n_abstain``; ``n_failed`` = NA labels (excluded)."""
     rows = []
     keys = [rater_kind, band] if rater_kind in labels.columns else [band]
     for key, g in labels.groupby(keys, sort=True, dropna=False, observed=True):
@@ -216,19 +217,18 @@ def abstention_by_band(labels: pd.DataFrame, *, band: str = "band", label: str =
         lab = lab.dropna()
         k = int((lab == abstain).sum())
         n = int(len(lab))
-        lo, hi = _wilson(k, n)
         key = key if isinstance(key, tuple) else (key,)
-        rows.append({**dict(zip(keys, key)), "abstention_rate": k / n if n else np.nan, "n_labels": n,
-                     "n_abstain": k, "n_missing": n_missing, "ci_low": lo, "ci_high": hi, "method": "Wilson 95%"})
-    return pd.DataFrame(rows)
+        rows.append(result_row(k / n if n else np.nan, wilson_interval(k, n), WILSON, n_items=n, n_failed=n_missing,
+                               **dict(zip(keys, key)), n_abstain=k))
+    return result_frame(rows, keys=keys)
 
 
 def make_cloze_items(items: pd.DataFrame, *, n: int = 10, seed: int = 0, text: str = "context",
                      answer: str = "keypoint", dataset: str = "medqg_cloze") -> pd.DataFrame:
     """Build single-cloze items offline: in each row's ``text``, the first sentence that contains
     the ``answer`` string (case-insensitive) has it replaced by ``[...]``. Rows without a match are
-    skipped (counted in ``attrs['n_skipped']``). A stand-in for MedQADE's Anki cloze cards, which
-    are not bundled."""
+    skipped and counted in the ``n_skipped`` column (the same on every row). A stand-in for MedQADE's
+    Anki cloze cards, which are not bundled."""
     rng = np.random.default_rng(seed)
     df = items.iloc[rng.permutation(len(items))]
     rows, skipped = [], 0
@@ -248,8 +248,8 @@ def make_cloze_items(items: pd.DataFrame, *, n: int = 10, seed: int = 0, text: s
                      "source_item": r.get("item")})
         if len(rows) >= int(n):
             break
-    out = pd.DataFrame(rows)
-    out.attrs["n_skipped"] = skipped
+    out = pd.DataFrame(rows, columns=["item", "dataset", "question", "reference", "source_item"])
+    out["n_skipped"] = skipped
     return out
 
 

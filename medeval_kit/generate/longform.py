@@ -1,4 +1,4 @@
-"""Long-form answers (seed 001): Cochran sample size, DBSCAN near-duplicate removal, difficulty
+"""Long-form answers (longform-medqa-2024): Cochran sample size, DBSCAN near-duplicate removal, difficulty
 labels, difficulty-stratified batches, and answers capped at three sentences."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def cochran_sample_size(N: int | None = None, *, confidence: float = 0.95, margi
                         p: float = 0.5) -> dict:
     """Cochran's sample size with the finite-population correction, rounded up.
 
-    ``n0 = z^2 p (1 - p) / e^2``; ``n = n0 / (1 + (n0 - 1) / N)``. For N = 2,698 (seed 001):
+    ``n0 = z^2 p (1 - p) / e^2``; ``n = n0 / (1 + (n0 - 1) / N)``. For N = 2,698 (longform-medqa-2024):
     n0 = 384.15, n = 336.4 -> 337.
 
     >>> cochran_sample_size(2698)["n"]
@@ -43,7 +43,7 @@ def cochran_sample_size(N: int | None = None, *, confidence: float = 0.95, margi
     n_fpc = n0 if N is None else n0 / (1 + (n0 - 1) / N)
     return {"N": N, "confidence": confidence, "margin": margin, "p": p, "z": z, "n0": n0,
             "n_exact": n_fpc, "n": int(math.ceil(n_fpc - 1e-9)),
-            "method": "Cochran with finite-population correction n0/(1+(n0-1)/N)"}
+            "formula": "Cochran with finite-population correction n0/(1+(n0-1)/N)"}
 
 
 def dedup_dbscan(texts: Sequence[str] | pd.Series, *, embeddings: np.ndarray | None = None, eps: float = 0.25,
@@ -52,9 +52,10 @@ def dedup_dbscan(texts: Sequence[str] | pd.Series, *, embeddings: np.ndarray | N
     """Near-duplicate removal: DBSCAN on cosine distances (eps 0.25 = similarity 0.75), min_samples 1.
 
     Each cluster keeps its medoid: the member with the smallest summed distance to the others
-    (``medoid_metric="cosine"``, or ``"euclidean"`` as in the seed-001 repository; ties go to the
+    (``medoid_metric="cosine"``, or ``"euclidean"`` as in the longform-medqa-2024 repository; ties go to the
     first member). Returns one row per text: ``index``, ``text``, ``cluster``, ``cluster_size``,
-    ``is_medoid``; ``attrs`` holds n_texts, n_clusters, n_removed.
+    ``is_medoid`` (one per cluster and per noise point: ``is_medoid.sum()`` is the number of clusters,
+    ``(~is_medoid).sum()`` the number of texts removed).
     """
     from sklearn.cluster import DBSCAN
 
@@ -86,11 +87,8 @@ def dedup_dbscan(texts: Sequence[str] | pd.Series, *, embeddings: np.ndarray | N
         sub = M[np.ix_(idx, idx)].sum(axis=1)
         is_med[idx[int(np.argmin(sub))]] = True
     sizes = pd.Series(labels).map(pd.Series(labels).value_counts())
-    out = pd.DataFrame({"index": np.arange(len(texts)), "text": texts, "cluster": labels,
-                        "cluster_size": sizes.to_numpy(), "is_medoid": is_med})
-    out.attrs.update(n_texts=len(texts), n_clusters=int(len(set(labels) - {-1}) + int((labels == -1).sum())),
-                     n_removed=int((~is_med).sum()), eps=eps, min_samples=min_samples, medoid_metric=medoid_metric)
-    return out
+    return pd.DataFrame({"index": np.arange(len(texts)), "text": texts, "cluster": labels,
+                         "cluster_size": sizes.to_numpy(), "is_medoid": is_med})
 
 
 def label_difficulty(items: pd.DataFrame, *, model: str = "local/smollm2-135m", client=None,
@@ -120,7 +118,8 @@ def stratified_batches(items: pd.DataFrame, *, size: int = 100, n_batches: int =
     to their share of ``items`` (largest-remainder rounding), sampled without replacement.
 
     ``missing="own_stratum"`` keeps NA labels as a stratum ``<missing>``; ``"drop"`` drops them
-    (counted in ``attrs['n_dropped']``). Returns the sampled rows with ``batch`` and ``stratum``.
+    (counted in the ``n_dropped`` column). Returns the sampled rows with ``batch``, ``stratum`` and
+    ``n_dropped`` (the same on every row).
     """
     df = items.copy()
     df["stratum"] = df[strata].astype("object").where(df[strata].notna(), "<missing>")
@@ -147,9 +146,7 @@ def stratified_batches(items: pd.DataFrame, *, size: int = 100, n_batches: int =
             if len(take) < k:
                 raise GenerationError(f"stratum {s!r} has too few items for batch {b}")
             out.append(df.loc[take].assign(batch=b))
-    res = pd.concat(out).reset_index(drop=True)
-    res.attrs.update(n_dropped=n_dropped, allocation=alloc.to_dict(), method="proportional, largest remainder")
-    return res
+    return pd.concat(out).reset_index(drop=True).assign(n_dropped=n_dropped)
 
 
 def count_sentences(text: str | None) -> int:

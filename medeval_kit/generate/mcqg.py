@@ -1,4 +1,4 @@
-"""MCQG-SRefine (seed 000): INIT -> self-answer -> critique -> correction, round by round.
+"""MCQG-SRefine (mcqg-srefine-2025): INIT -> self-answer -> critique -> correction, round by round.
 
 Input: a DataFrame of (clinical note, topic, test point) triplets. For each round and item:
 
@@ -23,27 +23,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from medeval_kit import rounds
 from medeval_kit.generate._common import (
     GenerationError, derived_seed, dumps, resolve_client, run_prompt, shuffle_options, truncate,
 )
 
 __all__ = [
-    "round_summary", "plot_rounds",
+    "round_summary",
     "SRefineResult",
     "run_srefine",
     "load_srefine_inputs",
     "build_fewshot_bank",
     "format_mcq",
     "critique_schema",
-    "STOP_RULES",
     "COMPUTED_ASPECTS",
 ]
 
-STOP_RULES = ("total", "all_components")
 COMPUTED_ASPECTS = {("reasoning", "correctness")}
 """Aspects scored by rule, not by the LLM: full marks when the self-answer equals the key."""
 
@@ -199,15 +199,262 @@ class SRefineResult:
                 f"best round by total, tie-break {r.tie_break!r}")
 
 
-def _rounds_api():
-    try:
-        from medeval_kit import rounds as R
-    except ImportError as exc:  # pragma: no cover - depends on the rounds engineer's module
-        raise GenerationError(
-            "medeval_kit.rounds (should_stop, select_best_round) is not available yet; "
-            "the SRefine loop delegates its stopping rules and best-round selection to it"
-        ) from exc
-    return R
+@dataclass
+class _Loop:
+    """What every stage of one SRefine run shares: the client, prompts, rubric, settings, the
+    items' texts, the per-item state (current MCQ, self-answer, feedback) and the call log."""
+
+    client: Any
+    prompts: dict
+    rubric: Any
+    retriever: Any
+    call_kw: dict
+    settings: dict
+    notes: dict[str, str]
+    tps: dict[str, tuple[str, str]]
+    state: dict[str, dict] = field(default_factory=dict)
+    calls: list[dict] = field(default_factory=list)
+
+    def run(self, stage: str, variables: list[dict], meta: list[dict], desc: str, **extra) -> list[dict]:
+        """Call the prompt of ``stage`` once per variables dict; return the records."""
+        return run_prompt(self.client, self.prompts[stage], variables, desc=desc, metadata=meta,
+                          **self.call_kw, **extra)
+
+    def log(self, stage: str, round_: int, iid: str, rec: dict) -> None:
+        """Append one call to the call log (everything but the parsed reply)."""
+        self.calls.append({"item": iid, "round": round_, "stage": stage,
+                           **{k: v for k, v in rec.items() if k != "parsed"}})
+
+    def note(self, i: str) -> str:
+        """The item's clinical note, truncated for the prompt."""
+        return truncate(self.notes[i], self.settings["max_note_chars"])
+
+    def examples(self, i: str, extra: str, k: int, fields: Sequence[str]) -> str:
+        """Few-shot examples retrieved for the item's topic + test point + ``extra`` text."""
+        t, kp = self.tps[i]
+        return _examples(self.retriever, " ".join([t, kp, extra]), self.notes[i], k, fields,
+                         self.settings["max_example_chars"])
+
+
+def _field(rec: dict, key: str, default=""):
+    """``rec["parsed"][key]`` when the reply parsed to a dict holding it, else ``default``."""
+    p = rec["parsed"]
+    if isinstance(p, dict) and key in p:
+        return p[key]
+    return default
+
+
+def _check_inputs(inputs: pd.DataFrame, columns: Sequence[str], stop_rule: str, max_rounds: int) -> None:
+    """Raise GenerationError for an unknown stop rule, max_rounds < 1, a missing column or duplicate ids."""
+    if stop_rule not in rounds.STOP_RULES:
+        raise GenerationError(f"stop_rule must be one of {rounds.STOP_RULES}; not {stop_rule!r}")
+    if int(max_rounds) < 1:
+        raise GenerationError(f"max_rounds must be >= 1, got {max_rounds}")
+    for col in columns:
+        if col not in inputs.columns:
+            raise GenerationError(f"inputs have no column {col!r}; present: {list(inputs.columns)}")
+    if inputs[columns[0]].duplicated().any():
+        raise GenerationError(f"inputs column {columns[0]!r} has duplicate ids; each triplet needs its own id")
+
+
+def _init_stage(loop: _Loop, ids: list[str], stage: str, vars_fn, key: str) -> None:
+    """One INIT step for every item: render, call, store ``key`` of the reply in the item state."""
+    recs = loop.run(stage, [vars_fn(i) for i in ids], [{"item": i, "round": 1, "stage": stage} for i in ids],
+                    f"srefine init {stage}")
+    for i, rec in zip(ids, recs):
+        loop.log(f"init_{stage}", 1, i, rec)
+        loop.state.setdefault(i, {})[key] = _field(rec, key, [] if key == "distractors" else "")
+        loop.state[i].setdefault("init_status", []).append(rec["parse_status"])
+
+
+def _initial_generation(loop: _Loop, ids: list[str]) -> None:
+    """Round 1 (INIT), component by component: context -> question -> correct answer -> distractors."""
+    st, tps, k = loop.state, loop.tps, loop.settings["k_shots"]
+    _init_stage(loop, ids, "context", lambda i: {
+        "examples": loop.examples(i, loop.notes[i][:500], k, ["context"]),
+        "clinical_note": loop.note(i), "topic": tps[i][0], "keypoint": tps[i][1]}, "context")
+    _init_stage(loop, ids, "question", lambda i: {
+        "examples": loop.examples(i, st[i]["context"][:500], k, ["context"]),
+        "context": st[i]["context"], "topic": tps[i][0], "keypoint": tps[i][1]}, "question")
+    _init_stage(loop, ids, "answer", lambda i: {
+        "examples": loop.examples(i, st[i]["question"], k, ["context", "answer"]),
+        "context": st[i]["context"], "question": st[i]["question"], "topic": tps[i][0],
+        "keypoint": tps[i][1]}, "correct_answer")
+    _init_stage(loop, ids, "distractors", lambda i: {
+        "examples": loop.examples(i, st[i]["question"], min(k, 1), ["context", "answer", "options"]),
+        "context": st[i]["context"], "question": st[i]["question"],
+        "correct_answer": st[i]["correct_answer"]}, "distractors")
+
+
+def _correction(loop: _Loop, active: list[str], rnd: int) -> None:
+    """Rounds >= 2: rewrite each MCQ from the previous critique; a failed correction keeps the
+    previous round's MCQ (flagged through ``generation_status``)."""
+    vs = [{"clinical_note": loop.note(i), "topic": loop.tps[i][0], "keypoint": loop.tps[i][1],
+           "mcq": loop.state[i]["mcq_text"], "feedback": loop.state[i]["feedback_text"]} for i in active]
+    recs = loop.run("correct", vs, [{"item": i, "round": rnd, "stage": "correct"} for i in active],
+                    f"srefine correct r{rnd}")
+    for i, rec in zip(active, recs):
+        loop.log("correct", rnd, i, rec)
+        st = loop.state[i]
+        st["init_status"] = [rec["parse_status"]]
+        if rec["parse_status"] == "ok" and isinstance(rec["parsed"], dict):
+            for key in ("context", "question", "correct_answer", "distractors"):
+                st[key] = rec["parsed"].get(key, st[key])
+
+
+def _self_answer(loop: _Loop, active: list[str], rnd: int) -> None:
+    """Shuffle each item's options (seeded by item and round) and let the model answer them."""
+    for i in active:
+        st = loop.state[i]
+        dis = st["distractors"] if isinstance(st["distractors"], list) else []
+        sh = shuffle_options(st["correct_answer"], dis, seed=derived_seed(loop.settings["seed"], i, rnd))
+        st.update(sh)
+        st["mcq_text"] = format_mcq(st["context"], st["question"], sh["options"], sh["answer_letter"])
+    vs = [{"context": loop.state[i]["context"], "question": loop.state[i]["question"],
+           "options": "\n".join(f"{k}. {v}" for k, v in loop.state[i]["options"].items())} for i in active]
+    recs = loop.run("self_answer", vs, [{"item": i, "round": rnd, "stage": "self_answer"} for i in active],
+                    f"srefine answer r{rnd}")
+    for i, rec in zip(active, recs):
+        loop.log("self_answer", rnd, i, rec)
+        st = loop.state[i]
+        st["attempted"] = _field(rec, "answer", None)
+        st["reasoning"] = _field(rec, "reasoning", rec["text"] or "")
+        st["answer_status"] = rec["parse_status"]
+
+
+def _critique(loop: _Loop, active: list[str], rnd: int) -> list[dict]:
+    """One critique call per (item, rubric component), the LLM-scored aspects only; return the records
+    in item-major, component-minor order."""
+    variables, schemas, meta = [], [], []
+    for i in active:
+        st = loop.state[i]
+        for comp in loop.rubric.components:
+            asked = [a for a in comp.aspects if (comp.id, a.id) not in COMPUTED_ASPECTS]
+            variables.append({
+                "component": comp.id,
+                "aspects": "\n".join(f"- {a.id}: {a.description}" for a in asked),
+                "clinical_note": loop.note(i), "topic": loop.tps[i][0], "keypoint": loop.tps[i][1],
+                "mcq": st["mcq_text"], "attempted_answer": st["attempted"] or "(no answer)",
+                "answer_letter": st["answer_letter"], "reasoning": truncate(st["reasoning"], 1200)})
+            schemas.append(critique_schema([a.id for a in asked]))
+            meta.append({"item": i, "round": rnd, "stage": f"critique_{comp.id}"})
+    return loop.run("critique", variables, meta, f"srefine critique r{rnd}", schemas=schemas)
+
+
+def _aspect_score(comp, aspect, st: dict, rec: dict, scores, ok: bool, qa_correct: bool,
+                  wrong_score: float | None) -> tuple[float, str]:
+    """(score, parse_status) of one aspect: computed from the self-answer, or read from the critique."""
+    if (comp.id, aspect.id) in COMPUTED_ASPECTS:
+        if st["attempted"] is None:
+            return np.nan, st["answer_status"]
+        wrong = aspect.min if wrong_score is None else wrong_score
+        return (float(aspect.max) if qa_correct else float(wrong)), "computed"
+    s = float(scores[aspect.id]) if ok and aspect.id in scores else np.nan
+    return s, rec["parse_status"] if not ok else ("ok" if aspect.id in scores else "failed")
+
+
+def _score_item(loop: _Loop, i: str, rnd: int, recs) -> tuple[dict, list[dict], bool]:
+    """Score one item's critiques (``recs`` yields its component records in rubric order).
+
+    Returns the normalised score per component (NaN when any aspect is missing), the rounds-table
+    rows (every aspect plus a ``total`` per component) and whether the self-answer was right; sets
+    the item's ``feedback_text`` for the next correction."""
+    st = loop.state[i]
+    comp_scores, fb_parts, per_round = {}, [], []
+    qa_correct = (st["attempted"] is not None and st["attempted"] == st["answer_letter"])
+    for comp in loop.rubric.components:
+        rec = next(recs)
+        loop.log(f"critique_{comp.id}", rnd, i, rec)
+        scores = _field(rec, "scores", None)
+        ok = rec["parse_status"] == "ok" and isinstance(scores, dict)
+        fb = _field(rec, "feedback", "") if ok else ""
+        fb_parts.append(f"[{comp.id}] {fb}")
+        vals = []
+        for a in comp.aspects:
+            s, status = _aspect_score(comp, a, st, rec, scores, ok, qa_correct,
+                                      loop.settings["correctness_wrong_score"])
+            vals.append(s)
+            per_round.append({"component": comp.id, "aspect": a.id, "score": s, "max_score": float(a.max),
+                              "parse_status": status, "feedback": fb})
+        tot = float(np.sum(vals)) if not np.any(np.isnan(vals)) else np.nan
+        per_round.append({"component": comp.id, "aspect": "total", "score": tot,
+                          "max_score": float(comp.max_score), "parse_status": rec["parse_status"], "feedback": fb})
+        comp_scores[comp.id] = tot / comp.max_score if not np.isnan(tot) else np.nan
+    st["feedback_text"] = "\n".join(fb_parts)
+    return comp_scores, per_round, bool(qa_correct)
+
+
+def _stop_decision(comp_scores: dict, rnd: int, settings: dict) -> tuple[bool, bool]:
+    """(stopped by the rule, stop now): the rule via ``rounds.should_stop``, or the last allowed round."""
+    by_rule = bool(rounds.should_stop(comp_scores, settings["stop_rule"], threshold=settings["threshold"]))
+    return by_rule, by_rule or rnd == settings["max_rounds"]
+
+
+def _generation_row(loop: _Loop, i: str, rnd: int, comp_scores: dict, qa_correct: bool, by_rule: bool,
+                    stop: bool) -> dict:
+    """The ``generations`` row of one (item, round): the MCQ, self-answer, scores, flags and provenance."""
+    st, cfg, P = loop.state[i], loop.settings, loop.prompts
+    comp_ids = [c.id for c in loop.rubric.components]
+    comp_vals = [comp_scores[c] for c in comp_ids]
+    total = float(np.mean(comp_vals)) if not np.any(np.isnan(comp_vals)) else np.nan
+    prompt = P["context"] if rnd == 1 else P["correct"]
+    return {
+        "item": i, "round": rnd, "clinical_note": loop.notes[i], "topic": loop.tps[i][0], "keypoint": loop.tps[i][1],
+        "context": st["context"], "question": st["question"], "correct_answer": st["correct_answer"],
+        "distractors": dumps(st["distractors"]), "options": dumps(st["options"]),
+        "answer_letter": st["answer_letter"], "shuffle_order": dumps(st["shuffle_order"]),
+        "attempted_answer": st["attempted"], "reasoning": st["reasoning"], "qa_correct": bool(qa_correct),
+        "text": st["mcq_text"], **{f"score_{c}": comp_scores[c] for c in comp_ids}, "total": total,
+        "n_critique_failed": int(sum(np.isnan(comp_vals))),
+        "generation_status": "ok" if all(s == "ok" for s in st["init_status"]) else "failed",
+        "answer_status": st["answer_status"], "stop_by_rule": by_rule, "stop": stop,
+        "model": cfg["model"], "prompt": prompt.name, "prompt_version": prompt.version,
+        "seed": int(cfg["seed"]), "stop_rule": cfg["stop_rule"], "threshold": float(cfg["threshold"]),
+    }
+
+
+def _round_rows(loop: _Loop, i: str, rnd: int, per_round: list[dict], qa_correct: bool, stop: bool) -> list[dict]:
+    """The ``rounds`` table rows of one (item, round), each aspect row with the MCQ text and provenance."""
+    st, cfg, crit = loop.state[i], loop.settings, loop.prompts["critique"]
+    common = {"stop": stop, "best": False, "text": st["mcq_text"], "self_answer_correct": bool(qa_correct),
+              "question_length": len(f"{st['context']} {st['question']}".split()),
+              "note_length": len(loop.notes[i].split()), "source": cfg["source"], "model": cfg["model"],
+              "prompt": crit.name, "prompt_version": crit.version, "seed": int(cfg["seed"]),
+              "stop_rule": cfg["stop_rule"], "threshold": float(cfg["threshold"])}
+    return [{"item": i, "round": rnd, **r, **common} for r in per_round]
+
+
+def _run_round(loop: _Loop, active: list[str], rnd: int, gen_rows: list[dict], round_rows: list[dict]) -> list[str]:
+    """One round for the ``active`` items: (correction,) self-answer, critique, scores, stop check.
+    Appends the round's rows; returns the items that go on to the next round."""
+    if rnd > 1:
+        _correction(loop, active, rnd)
+    _self_answer(loop, active, rnd)
+    recs = iter(_critique(loop, active, rnd))
+    stopped = set()
+    for i in active:
+        comp_scores, per_round, qa_correct = _score_item(loop, i, rnd, recs)
+        by_rule, stop = _stop_decision(comp_scores, rnd, loop.settings)
+        if stop:
+            stopped.add(i)
+        gen_rows.append(_generation_row(loop, i, rnd, comp_scores, qa_correct, by_rule, stop))
+        round_rows.extend(_round_rows(loop, i, rnd, per_round, qa_correct, stop))
+    return [i for i in active if i not in stopped]
+
+
+def _tables(gen_rows: list[dict], round_rows: list[dict], tie_break: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The validated ``rounds`` table and the ``generations`` table, the selected round of every item
+    (``rounds.select_best_round``) flagged ``best`` in both; an item with no scored round has none."""
+    from medeval_kit.schemas import validate
+
+    rounds_df, gens = pd.DataFrame(round_rows), pd.DataFrame(gen_rows)
+    sel = rounds.select_best_round(rounds_df, tie_break=tie_break)
+    best = {str(k): int(v) for k, v in zip(sel["item"], sel["best_round"]) if pd.notna(v)}
+    gens["best"] = [best.get(i) == r for i, r in zip(gens["item"], gens["round"])]
+    rounds_df["best"] = [best.get(i) == r for i, r in zip(rounds_df["item"], rounds_df["round"])]
+    rounds_df["round"] = rounds_df["round"].astype(int)
+    validate(rounds_df, "rounds")
+    return rounds_df, gens
 
 
 def run_srefine(
@@ -244,8 +491,8 @@ def run_srefine(
         retriever: few-shot retriever (default: :func:`build_fewshot_bank`); ``k_shots=0`` = none.
         rubric: rubric name or :class:`~medeval_kit.prompts.Rubric` (5 components, 30 aspects).
         max_rounds: at most this many rounds (round 1 = INIT; paper and code: 4).
-        stop_rule, threshold: passed to ``rounds.should_stop``: ``"total"`` (paper) or
-            ``"all_components"`` (public code).
+        stop_rule, threshold: passed to ``rounds.should_stop``, one of ``rounds.STOP_RULES``:
+            ``"total"`` (paper), ``"all_components"`` (public code) or ``"max_rounds"`` (no early stop).
         tie_break: passed to ``rounds.select_best_round`` (e.g. ``"earliest"``, ``"latest"``).
         constrained: JSON schema in the request (grammar with the local model) vs free text
             parsed afterwards (failures counted).
@@ -256,210 +503,38 @@ def run_srefine(
     """
     from medeval_kit.prompts import Rubric, load_prompt, load_rubric
 
-    if stop_rule not in STOP_RULES:
-        raise GenerationError(f"stop_rule must be one of {STOP_RULES}; not {stop_rule!r}")
-    if int(max_rounds) < 1:
-        raise GenerationError(f"max_rounds must be >= 1, got {max_rounds}")
-    for col in (item, note, topic, keypoint):
-        if col not in inputs.columns:
-            raise GenerationError(f"inputs have no column {col!r}; present: {list(inputs.columns)}")
-    if inputs[item].duplicated().any():
-        raise GenerationError(f"inputs column {item!r} has duplicate ids; each triplet needs its own id")
-    R = _rounds_api()
+    _check_inputs(inputs, (item, note, topic, keypoint), stop_rule, max_rounds)
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
-    P = {k: load_prompt(v) for k, v in PROMPTS.items()}
-    client = resolve_client(model, client, cache_mode)
     if retriever is None and k_shots > 0:
         retriever = build_fewshot_bank()
-    kw = dict(model=model, temperature=temperature, max_tokens=max_tokens, seed=seed,
-              constrained=constrained, progress=progress)
-
     rows = inputs.reset_index(drop=True)
     ids = rows[item].astype(str).tolist()
-    notes = {i: str(n) for i, n in zip(ids, rows[note])}
-    tps = {i: (str(t), str(k)) for i, t, k in zip(ids, rows[topic], rows[keypoint])}
-    calls: list[dict] = []
-    state: dict[str, dict] = {}
+    loop = _Loop(
+        client=resolve_client(model, client, cache_mode), prompts={k: load_prompt(v) for k, v in PROMPTS.items()},
+        rubric=rub, retriever=retriever,
+        call_kw=dict(model=model, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                     constrained=constrained, progress=progress),
+        settings=dict(model=model, seed=seed, k_shots=k_shots, max_note_chars=max_note_chars,
+                      max_example_chars=max_example_chars, stop_rule=stop_rule, threshold=threshold,
+                      max_rounds=int(max_rounds), source=source, correctness_wrong_score=correctness_wrong_score),
+        notes={i: str(n) for i, n in zip(ids, rows[note])},
+        tps={i: (str(t), str(k)) for i, t, k in zip(ids, rows[topic], rows[keypoint])})
 
-    def log(stage, round_, iid, rec):
-        calls.append({"item": iid, "round": round_, "stage": stage,
-                      **{k: v for k, v in rec.items() if k != "parsed"}})
-
-    def field_of(rec, key, default=""):
-        p = rec["parsed"]
-        if isinstance(p, dict) and key in p:
-            return p[key]
-        return default
-
-    # ---- round 1: INIT, component by component
-    def init_stage(stage, vars_fn, key, fields):
-        vs = [vars_fn(i) for i in ids]
-        recs = run_prompt(client, P[stage], vs, desc=f"srefine init {stage}",
-                          metadata=[{"item": i, "round": 1, "stage": stage} for i in ids], **kw)
-        for i, rec in zip(ids, recs):
-            log(f"init_{stage}", 1, i, rec)
-            state.setdefault(i, {})[key] = field_of(rec, key, [] if key == "distractors" else "")
-            state[i].setdefault("init_status", []).append(rec["parse_status"])
-
-    def q(i, *extra):
-        t, k = tps[i]
-        return " ".join([t, k, *extra])
-
-    nc = lambda i: truncate(notes[i], max_note_chars)  # noqa: E731
-    init_stage("context", lambda i: {
-        "examples": _examples(retriever, q(i, notes[i][:500]), notes[i], k_shots, ["context"], max_example_chars),
-        "clinical_note": nc(i), "topic": tps[i][0], "keypoint": tps[i][1]}, "context", ["context"])
-    init_stage("question", lambda i: {
-        "examples": _examples(retriever, q(i, state[i]["context"][:500]), notes[i], k_shots, ["context"],
-                              max_example_chars),
-        "context": state[i]["context"], "topic": tps[i][0], "keypoint": tps[i][1]}, "question", ["question"])
-    init_stage("answer", lambda i: {
-        "examples": _examples(retriever, q(i, state[i]["question"]), notes[i], k_shots, ["context", "answer"],
-                              max_example_chars),
-        "context": state[i]["context"], "question": state[i]["question"], "topic": tps[i][0],
-        "keypoint": tps[i][1]}, "correct_answer", ["answer"])
-    init_stage("distractors", lambda i: {
-        "examples": _examples(retriever, q(i, state[i]["question"]), notes[i], min(k_shots, 1),
-                              ["context", "answer", "options"], max_example_chars),
-        "context": state[i]["context"], "question": state[i]["question"],
-        "correct_answer": state[i]["correct_answer"]}, "distractors", ["distractors"])
-
+    _initial_generation(loop, ids)
     gen_rows: list[dict] = []
     round_rows: list[dict] = []
     active = list(ids)
-    comp_ids = [c.id for c in rub.components]
     for rnd in range(1, int(max_rounds) + 1):
-        if rnd > 1:  # correction from the previous critique
-            vs = [{"clinical_note": nc(i), "topic": tps[i][0], "keypoint": tps[i][1],
-                   "mcq": state[i]["mcq_text"], "feedback": state[i]["feedback_text"]} for i in active]
-            recs = run_prompt(client, P["correct"], vs, desc=f"srefine correct r{rnd}",
-                              metadata=[{"item": i, "round": rnd, "stage": "correct"} for i in active], **kw)
-            for i, rec in zip(active, recs):
-                log("correct", rnd, i, rec)
-                st = state[i]
-                st["init_status"] = [rec["parse_status"]]
-                if rec["parse_status"] == "ok" and isinstance(rec["parsed"], dict):
-                    for key in ("context", "question", "correct_answer", "distractors"):
-                        st[key] = rec["parsed"].get(key, st[key])
-                # a failed correction keeps the previous round's MCQ (flagged in generation_status)
-        # ---- self-answer with shuffled options
-        for i in active:
-            st = state[i]
-            dis = st["distractors"] if isinstance(st["distractors"], list) else []
-            sh = shuffle_options(st["correct_answer"], dis, seed=derived_seed(seed, i, rnd))
-            st.update(sh)
-            st["mcq_text"] = format_mcq(st["context"], st["question"], sh["options"], sh["answer_letter"])
-        vs = [{"context": state[i]["context"], "question": state[i]["question"],
-               "options": "\n".join(f"{k}. {v}" for k, v in state[i]["options"].items())} for i in active]
-        recs = run_prompt(client, P["self_answer"], vs, desc=f"srefine answer r{rnd}",
-                          metadata=[{"item": i, "round": rnd, "stage": "self_answer"} for i in active], **kw)
-        for i, rec in zip(active, recs):
-            log("self_answer", rnd, i, rec)
-            st = state[i]
-            st["attempted"] = field_of(rec, "answer", None)
-            st["reasoning"] = field_of(rec, "reasoning", rec["text"] or "")
-            st["answer_status"] = rec["parse_status"]
-        # ---- critique: one call per component
-        crit_vars, crit_schemas, crit_meta = [], [], []
-        for i in active:
-            st = state[i]
-            for comp in rub.components:
-                asked = [a for a in comp.aspects if (comp.id, a.id) not in COMPUTED_ASPECTS]
-                crit_vars.append({
-                    "component": comp.id,
-                    "aspects": "\n".join(f"- {a.id}: {a.description}" for a in asked),
-                    "clinical_note": nc(i), "topic": tps[i][0], "keypoint": tps[i][1], "mcq": st["mcq_text"],
-                    "attempted_answer": st["attempted"] or "(no answer)", "answer_letter": st["answer_letter"],
-                    "reasoning": truncate(st["reasoning"], 1200)})
-                crit_schemas.append(critique_schema([a.id for a in asked]))
-                crit_meta.append({"item": i, "round": rnd, "stage": f"critique_{comp.id}"})
-        recs = run_prompt(client, P["critique"], crit_vars, schemas=crit_schemas, metadata=crit_meta,
-                          desc=f"srefine critique r{rnd}", **kw)
-        it = iter(recs)
-        stop_now = []
-        for i in active:
-            st = state[i]
-            comp_scores, fb_parts, per_round = {}, [], []
-            qa_correct = (st["attempted"] is not None and st["attempted"] == st["answer_letter"])
-            for comp in rub.components:
-                rec = next(it)
-                log(f"critique_{comp.id}", rnd, i, rec)
-                scores = field_of(rec, "scores", None)
-                ok = rec["parse_status"] == "ok" and isinstance(scores, dict)
-                fb = field_of(rec, "feedback", "") if ok else ""
-                fb_parts.append(f"[{comp.id}] {fb}")
-                vals = []
-                for a in comp.aspects:
-                    if (comp.id, a.id) in COMPUTED_ASPECTS:
-                        if st["attempted"] is None:
-                            s, status = np.nan, st["answer_status"]
-                        else:
-                            wrong = a.min if correctness_wrong_score is None else correctness_wrong_score
-                            s, status = (float(a.max) if qa_correct else float(wrong)), "computed"
-                    else:
-                        s = float(scores[a.id]) if ok and a.id in scores else np.nan
-                        status = rec["parse_status"] if not ok else ("ok" if a.id in scores else "failed")
-                    vals.append(s)
-                    per_round.append({"component": comp.id, "aspect": a.id, "score": s, "max_score": float(a.max),
-                                      "parse_status": status, "feedback": fb})
-                tot = float(np.sum(vals)) if not np.any(np.isnan(vals)) else np.nan
-                per_round.append({"component": comp.id, "aspect": "total", "score": tot,
-                                  "max_score": float(comp.max_score), "parse_status": rec["parse_status"],
-                                  "feedback": fb})
-                comp_scores[comp.id] = tot / comp.max_score if not np.isnan(tot) else np.nan
-            st["feedback_text"] = "\n".join(fb_parts)
-            by_rule = bool(R.should_stop(comp_scores, stop_rule, threshold=threshold))
-            stop = by_rule or rnd == int(max_rounds)
-            if stop:
-                stop_now.append(i)
-            comp_vals = [comp_scores[c] for c in comp_ids]
-            total = float(np.mean(comp_vals)) if not np.any(np.isnan(comp_vals)) else np.nan
-            tp = tps[i]
-            gen_rows.append({
-                "item": i, "round": rnd, "clinical_note": notes[i], "topic": tp[0], "keypoint": tp[1],
-                "context": st["context"], "question": st["question"], "correct_answer": st["correct_answer"],
-                "distractors": dumps(st["distractors"]), "options": dumps(st["options"]),
-                "answer_letter": st["answer_letter"], "shuffle_order": dumps(st["shuffle_order"]),
-                "attempted_answer": st["attempted"], "reasoning": st["reasoning"], "qa_correct": bool(qa_correct),
-                "text": st["mcq_text"], **{f"score_{c}": comp_scores[c] for c in comp_ids}, "total": total,
-                "n_critique_failed": int(sum(np.isnan(comp_vals))),
-                "generation_status": "ok" if all(s == "ok" for s in st["init_status"]) else "failed",
-                "answer_status": st["answer_status"], "stop_by_rule": by_rule, "stop": stop,
-                "model": model, "prompt": P["context"].name if rnd == 1 else P["correct"].name,
-                "prompt_version": P["context"].version if rnd == 1 else P["correct"].version,
-                "seed": int(seed), "stop_rule": stop_rule, "threshold": float(threshold),
-            })
-            for r_ in per_round:
-                round_rows.append({"item": i, "round": rnd, **r_, "stop": stop, "best": False,
-                                   "text": st["mcq_text"], "self_answer_correct": bool(qa_correct),
-                                   "question_length": len(f"{st['context']} {st['question']}".split()),
-                                   "note_length": len(notes[i].split()), "source": source, "model": model, "prompt": P["critique"].name,
-                                   "prompt_version": P["critique"].version, "seed": int(seed),
-                                   "stop_rule": stop_rule, "threshold": float(threshold)})
-        active = [i for i in active if i not in set(stop_now)]
+        active = _run_round(loop, active, rnd, gen_rows, round_rows)
         if not active:
             break
 
-    rounds_df = pd.DataFrame(round_rows)
-    gens = pd.DataFrame(gen_rows)
-    best = _best_rounds(R, rounds_df, gens, tie_break)
-    gens["best"] = [best.get(i) == r for i, r in zip(gens["item"], gens["round"])]
-    rounds_df["best"] = [best.get(i) == r for i, r in zip(rounds_df["item"], rounds_df["round"])]
-    rounds_df["round"] = rounds_df["round"].astype(int)
-    from medeval_kit.schemas import validate
-
-    validate(rounds_df, "rounds")
+    rounds_df, gens = _tables(gen_rows, round_rows, tie_break)
     params = dict(model=model, stop_rule=stop_rule, threshold=float(threshold), tie_break=tie_break,
                   max_rounds=int(max_rounds), k_shots=int(k_shots), seed=int(seed), temperature=temperature,
                   constrained=constrained, rubric=rub.name, rubric_version=rub.version,
                   retriever=getattr(retriever, "method", None))
-    return SRefineResult(rounds=rounds_df, generations=gens, calls=pd.DataFrame(calls), params=params)
-
-
-def _best_rounds(R, rounds_df: pd.DataFrame, gens: pd.DataFrame, tie_break: str) -> dict:
-    """Item -> selected round from ``rounds.select_best_round`` (items with no scored round: none)."""
-    sel = R.select_best_round(rounds_df, tie_break=tie_break)
-    return {str(k): int(v) for k, v in zip(sel["item"], sel["best_round"]) if pd.notna(v)}
+    return SRefineResult(rounds=rounds_df, generations=gens, calls=pd.DataFrame(loop.calls), params=params)
 
 
 def round_summary(result: SRefineResult) -> pd.DataFrame:
@@ -479,26 +554,3 @@ def round_summary(result: SRefineResult) -> pd.DataFrame:
                    population="available (survivors)")
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def plot_rounds(result: SRefineResult, ax=None):
-    """Total critique score by round, one line per item; the selected round is marked."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots()
-    g = result.generations
-    for it, d in g.groupby("item", sort=True):
-        d = d.sort_values("round")
-        ax.plot(d["round"], d["total"], marker="o", lw=1, label=str(it))
-        b = d[d["best"]]
-        ax.scatter(b["round"], b["total"], s=80, facecolors="none", edgecolors="k", zorder=3)
-    thr = result.params.get("threshold")
-    if thr is not None:
-        ax.axhline(thr, ls="--", lw=0.8, color="grey")
-    ax.set_xlabel("round (1 = INIT)")
-    ax.set_ylabel("total critique score (mean of components)")
-    ax.set_xticks(sorted(g["round"].unique()))
-    if g["item"].nunique() <= 8:
-        ax.legend(fontsize=6, frameon=False)
-    return ax

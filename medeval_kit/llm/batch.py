@@ -9,8 +9,6 @@ batches and collects them. Batch calls are priced at the table's ``batch_discoun
 
 from __future__ import annotations
 
-import json
-import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -18,23 +16,22 @@ from typing import Any
 from .cost import batch_discount, cost_of, price_for
 from .errors import BudgetError, LLMError
 from .progress import progress_bar
-from .providers import AnthropicProvider, OpenAIProvider, key_options
-from .secrets import redact, redact_json, scrub_errors
-from .types import ModelSpec, Request, Response, canonical_json
+from .providers.base import BATCH_COLLECTED, BATCH_FINAL, BATCH_PENDING, BATCH_READY, BatchAPI
+from .record import cache_entry, error_response, response_from_row
+from .registry import key_options, provider_class, provider_names
+from .secrets import get_logger, redact, scrub_errors
+from .types import ModelSpec, Request, Response
 
-log = logging.getLogger(__name__)
-
-PENDING = "pending"
-READY = "ready"
-COLLECTED = "collected"
-FINAL = (COLLECTED, "failed", "expired", "cancelled")
+log = get_logger(__name__)
 
 
-def _provider(client, spec: ModelSpec):
+def _provider(client, spec: ModelSpec) -> BatchAPI:
+    """The client's provider for ``spec``, if it has a batch API; else LLMError naming those that do."""
     p = client.provider(spec)
-    if not isinstance(p, (OpenAIProvider, AnthropicProvider)):
+    if not isinstance(p, BatchAPI):
+        batched = " and ".join(f"'{n}/...'" for n in provider_names() if issubclass(provider_class(n), BatchAPI))
         raise LLMError(
-            f"{spec}: batch APIs exist for 'openai/...' and 'anthropic/...' only. For local models at scale, "
+            f"{spec}: batch APIs exist for {batched} only. For local models at scale, "
             "serve them with vLLM (or llama.cpp server) and use 'openai/<model>@http://host:port/v1' with run()"
         )
     return p
@@ -57,16 +54,13 @@ def _spec_of(row: dict[str, Any]) -> ModelSpec:
     return ModelSpec(row["provider"], row["model"], row["base_url"] or None)
 
 
-@scrub_errors  # an SDK error (a 401 echoing the key...) reaches the caller without any key
-def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10_000) -> list[str]:
-    """Submit the requests that are neither cached nor in a pending batch; return new batch ids."""
+def _new_items(client, requests: Sequence[Request]) -> dict[str, list[tuple[str, Request, ModelSpec]]]:
+    """The requests neither cached nor in a pending batch, one per key, grouped by model string."""
     cache = client.cache
-    if not cache.writes:
-        raise LLMError(f"batch results are collected into the cache, but cache_mode is {cache.mode!r}: use 'use'")
     specs = [client._spec_for(r) for r in requests]
     keys = [client._key(r, s) for r, s in zip(requests, specs)]  # with the wire options (schema_format)
     cached = set(cache.get_many(keys))
-    pending = {k for b in cache.batches() if b["status"] not in FINAL for k in b["keys"]}
+    pending = {k for b in cache.batches() if b["status"] not in BATCH_FINAL for k in b["keys"]}
     groups: dict[str, list[tuple[str, Request, ModelSpec]]] = {}
     seen: set[str] = set()
     for r, s, k in zip(requests, specs, keys):
@@ -74,7 +68,43 @@ def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10
             continue
         seen.add(k)
         groups.setdefault(str(s), []).append((k, r, s))
-    budget = getattr(client, "budget", None)
+    return groups
+
+
+def _submit_chunk(client, provider: BatchAPI, sdk: Any, chunk: list[tuple[str, Request, ModelSpec]],
+                  ceilings: dict[str, float]) -> str:
+    """Submit one batch (its ceiling counted as unconfirmed first, under a budget); return its id."""
+    spec, budget = chunk[0][2], client.budget
+    canon = {k: r.canonical(s, key_options(s, client.provider_options, r)) for k, r, s in chunk}
+    # a submitted batch is billed later: its ceiling counts as unconfirmed until it is collected
+    chunk_ceilings = {k: ceilings[k] for k, _, _ in chunk} if budget is not None else {}
+    if budget is not None:
+        why = budget.commit(sum(chunk_ceilings.values()))
+        if why is not None:
+            raise BudgetError(f"budget: batch not submitted: {why}")
+    try:
+        batch_id, detail = provider.batch_submit(sdk, [(k, r) for k, r, _ in chunk])
+        detail["requests"] = canon
+    except BaseException:
+        if budget is not None:
+            budget.uncommit(sum(chunk_ceilings.values()))
+        raise
+    if budget is not None:
+        budget.batches[batch_id] = chunk_ceilings
+    client.cache.save_batch(batch_id, provider=spec.provider, model=spec.name, base_url=spec.base_url,
+                            status=BATCH_PENDING, keys=[k for k, _, _ in chunk], detail=detail)
+    log.info("submitted batch %s: %d requests to %s", batch_id, len(chunk), spec)
+    return batch_id
+
+
+@scrub_errors  # an SDK error (a 401 echoing the key...) reaches the caller without any key
+def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10_000) -> list[str]:
+    """Submit the requests that are neither cached nor in a pending batch; return new batch ids."""
+    if not client.cache.writes:
+        raise LLMError(f"batch results are collected into the cache, but cache_mode is {client.cache.mode!r}: "
+                       "use 'use'")
+    groups = _new_items(client, requests)
+    budget = client.budget
     ceilings: dict[str, float] = {}
     if budget is not None and groups:  # the whole submission must fit under the cap before any is sent
         ceilings = _ceilings([it for items in groups.values() for it in items], client)
@@ -84,41 +114,10 @@ def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10
         budget.uncommit(sum(ceilings.values()))  # counted again chunk by chunk, as they are submitted
     ids: list[str] = []
     for items in groups.values():
-        spec = items[0][2]
-        provider = _provider(client, spec)
+        provider = _provider(client, items[0][2])
         sdk = provider.make_client(sync=True)
         for i in range(0, len(items), max_per_batch):
-            chunk = items[i:i + max_per_batch]
-            canon = {k: r.canonical(s, key_options(s, client.provider_options, r)) for k, r, s in chunk}
-            # a submitted batch is billed later: its ceiling counts as unconfirmed until it is collected
-            chunk_ceilings = {k: ceilings[k] for k, _, _ in chunk} if budget is not None else {}
-            if budget is not None:
-                why = budget.commit(sum(chunk_ceilings.values()))
-                if why is not None:
-                    raise BudgetError(f"budget: batch not submitted: {why}")
-            try:
-                if isinstance(provider, OpenAIProvider):
-                    lines = [json.dumps({"custom_id": k, "method": "POST", "url": "/v1/chat/completions",
-                                         "body": provider.body(r)}, ensure_ascii=False) for k, r, _ in chunk]
-                    f = sdk.files.create(file=("medeval_batch.jsonl", ("\n".join(lines) + "\n").encode()),
-                                         purpose="batch")
-                    b = sdk.batches.create(input_file_id=f.id, endpoint="/v1/chat/completions",
-                                           completion_window="24h")
-                    detail = {"input_file_id": f.id, "requests": canon}
-                else:
-                    b = sdk.messages.batches.create(
-                        requests=[{"custom_id": k, "params": provider.body(r)} for k, r, _ in chunk])
-                    detail = {"requests": canon}
-            except BaseException:
-                if budget is not None:
-                    budget.uncommit(sum(chunk_ceilings.values()))
-                raise
-            if budget is not None:
-                budget.batches[b.id] = chunk_ceilings
-            cache.save_batch(b.id, provider=spec.provider, model=spec.name, base_url=spec.base_url,
-                             status=PENDING, keys=[k for k, _, _ in chunk], detail=detail)
-            log.info("submitted batch %s: %d requests to %s", b.id, len(chunk), spec)
-            ids.append(b.id)
+            ids.append(_submit_chunk(client, provider, sdk, items[i:i + max_per_batch], ceilings))
     return ids
 
 
@@ -129,25 +128,14 @@ def poll_batches(client, batch_ids: Sequence[str] | None = None):
 
     cache = client.cache
     for b in cache.batches():
-        if b["status"] != PENDING or (batch_ids is not None and b["batch_id"] not in batch_ids):
+        if b["status"] != BATCH_PENDING or (batch_ids is not None and b["batch_id"] not in batch_ids):
             continue
         spec = _spec_of(b)
         provider = _provider(client, spec)
         sdk = provider.make_client(sync=True)
         detail = b["detail"]
-        if isinstance(provider, OpenAIProvider):
-            info = sdk.batches.retrieve(b["batch_id"])
-            remote = info.status
-            if info.output_file_id:
-                detail["output_file_id"] = info.output_file_id
-            if getattr(info, "error_file_id", None):
-                detail["error_file_id"] = info.error_file_id
-            status = READY if remote == "completed" or (remote in ("expired", "cancelled") and info.output_file_id) \
-                else remote if remote in ("failed", "expired", "cancelled") else PENDING
-        else:
-            info = sdk.messages.batches.retrieve(b["batch_id"])
-            remote = info.processing_status
-            status = READY if remote == "ended" else PENDING
+        status, remote, files = provider.batch_poll(sdk, b["batch_id"])
+        detail.update(files)
         detail["remote_status"] = remote
         cache.save_batch(b["batch_id"], provider=b["provider"], model=b["model"], base_url=b["base_url"],
                          status=status, keys=b["keys"], detail=detail)
@@ -164,7 +152,7 @@ def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
     """Store the results of finished batches in the cache; return how many entries were stored."""
     cache = client.cache
     stored = 0
-    for b in cache.batches(status=READY):
+    for b in cache.batches(status=BATCH_READY):
         if batch_ids is not None and b["batch_id"] not in batch_ids:
             continue
         spec = _spec_of(b)
@@ -172,26 +160,7 @@ def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
         sdk = provider.make_client(sync=True)
         detail = b["detail"]
         canon: dict[str, dict[str, Any]] = detail.get("requests", {})
-        results: list[tuple[str, dict[str, Any] | None, str | None]] = []  # key, raw, error
-        if isinstance(provider, OpenAIProvider):
-            text = sdk.files.content(detail["output_file_id"]).text if detail.get("output_file_id") else ""
-            for line in text.splitlines():
-                if not line.strip():
-                    continue
-                item = json.loads(line)
-                resp = item.get("response") or {}
-                if item.get("error") or resp.get("status_code") != 200:
-                    results.append((item["custom_id"], None, redact(json.dumps(item.get("error") or resp))[:300]))
-                else:
-                    results.append((item["custom_id"], resp.get("body") or {}, None))
-        else:
-            for item in sdk.messages.batches.results(b["batch_id"]):
-                d = item.model_dump(mode="json") if hasattr(item, "model_dump") else dict(item)
-                res = d.get("result") or {}
-                if res.get("type") == "succeeded":
-                    results.append((d["custom_id"], res.get("message") or {}, None))
-                else:
-                    results.append((d["custom_id"], None, redact(json.dumps(res))[:300]))
+        results = provider.batch_results(sdk, b["batch_id"], detail)  # key, raw, error
         entries, errors = [], {}
         for key, raw, err in results:
             c = canon.get(key)
@@ -201,32 +170,22 @@ def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
                 errors[key] = err
                 continue
             try:
-                if isinstance(provider, OpenAIProvider):
-                    comp = OpenAIProvider.completion_from_dict(raw)
-                else:
-                    comp = AnthropicProvider.completion_from_dict(raw, c.get("schema") is not None)
+                comp = provider.batch_completion(raw, c)
             except LLMError as exc:
                 errors[key] = redact(str(exc))
                 continue
             # no content (a refusal, an empty message) is a paid reply: stored as "" (parse "failed")
-            text = comp.text if comp.text is not None else ""
             cost = cost_of(spec, comp.prompt_tokens, comp.completion_tokens, batch=True)
-            entries.append({
-                "key": key, "provider": spec.provider, "model": spec.name, "request_json": canonical_json(c),
-                "text": redact(text, patterns=False), "raw_json": redact_json(raw),
-                "prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens, "cost_usd": None if cost != cost else cost,
-                "latency_s": None, "finish_reason": comp.finish_reason, "response_id": comp.response_id,
-                "source": "batch",
-            })
+            entries.append(cache_entry(key, spec, c, comp, cost, source="batch"))
         cache.put_many(entries)
         stored += len(entries)
-        budget = getattr(client, "budget", None)
+        budget = client.budget
         if budget is not None and b["batch_id"] in budget.batches:  # submitted under this budget
             budget.settle_batch(budget.batches.pop(b["batch_id"]), {e["key"]: e["cost_usd"] for e in entries},
                                 set(errors))
         detail.update(n_ok=len(entries), n_failed=len(errors), errors=errors)
         cache.save_batch(b["batch_id"], provider=b["provider"], model=b["model"], base_url=b["base_url"],
-                         status=COLLECTED, keys=b["keys"], detail=detail)
+                         status=BATCH_COLLECTED, keys=b["keys"], detail=detail)
         log.info("collected batch %s: %d stored, %d failed", b["batch_id"], len(entries), len(errors))
     return stored
 
@@ -254,14 +213,14 @@ def run_batch(client, requests: Sequence[Request], *, poll_interval: float = 30.
         bar = progress_bar(total=len(wanted), desc=f"batch {client.model}", unit="req")
     while True:
         mine = [b for b in client.cache.batches() if wanted & set(b["keys"])]
-        open_ids = [b["batch_id"] for b in mine if b["status"] not in FINAL]
+        open_ids = [b["batch_id"] for b in mine if b["status"] not in BATCH_FINAL]
         if open_ids:
             poll_batches(client, open_ids)
             collect_batches(client, open_ids)
         if bar is not None:
             bar.n = len(client.cache.get_many(wanted))
             bar.refresh()
-        if not [b for b in client.cache.batches() if wanted & set(b["keys"]) and b["status"] not in FINAL]:
+        if not [b for b in client.cache.batches() if wanted & set(b["keys"]) and b["status"] not in BATCH_FINAL]:
             break
         if timeout is not None and time.perf_counter() - t0 > timeout:
             if bar is not None:
@@ -278,11 +237,11 @@ def run_batch(client, requests: Sequence[Request], *, poll_interval: float = 30.
     out = []
     for r, s, k in zip(requests, specs, keys):
         if k in rows:
-            resp = client.response_from_row(rows[k], r, s)
+            resp = response_from_row(rows[k], r, s)
             if k not in before:  # paid in this call (at the batch price)
                 resp.cached = False
                 resp.cost_usd = rows[k]["cost_usd"] if rows[k]["cost_usd"] is not None else float("nan")
             out.append(resp)
         else:
-            out.append(client.error_response(r, s, k, f"batch item failed: {errors.get(k, 'no result')}", 1))
+            out.append(error_response(r, s, k, f"batch item failed: {errors.get(k, 'no result')}", 1))
     return out

@@ -27,6 +27,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from medeval_kit import paths
+
 from .errors import LLMError
 
 MODES = ("off", "use", "replay", "refresh")
@@ -72,16 +74,12 @@ _COLS = ("key", "provider", "model", "request_json", "text", "raw_json", "prompt
 
 
 def default_cache_path() -> Path:
-    """``$MEDEVAL_CACHE`` or ``<repo>/data/cache/llm.sqlite``."""
-    env = os.environ.get("MEDEVAL_CACHE")
-    if env:
-        return Path(env)
-    import medeval_kit
-
-    return Path(medeval_kit.__file__).resolve().parents[1] / "data" / "cache" / "llm.sqlite"
+    """Return the project's cache file, ``<project>/data/cache/llm.sqlite`` (:func:`medeval_kit.paths.cache_path`)."""
+    return paths.cache_path()
 
 
 def utcnow() -> str:
+    """Return the current UTC time as stored in the cache (ISO 8601, microseconds, ``Z``)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 

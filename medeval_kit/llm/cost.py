@@ -10,19 +10,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+from medeval_kit import paths
 from medeval_kit.errors import DataFileError
 
 from .types import ModelSpec, Request, parse_model
 
 
 def default_prices_path() -> Path:
-    """``$MEDEVAL_PRICES`` or ``<repo>/data/prices.yaml``."""
-    env = os.environ.get("MEDEVAL_PRICES")
-    if env:
-        return Path(env)
-    import medeval_kit
-
-    return Path(medeval_kit.__file__).resolve().parents[1] / "data" / "prices.yaml"
+    """Return the price table, ``data/prices.yaml`` of the project or else of the toolkit
+    (:func:`medeval_kit.paths.prices_path`)."""
+    return paths.prices_path()
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +65,7 @@ def load_prices(path: str | os.PathLike | None = None) -> tuple[tuple[Price, ...
     try:
         mtime = os.path.getmtime(p)
     except OSError as exc:
-        raise DataFileError(f"{p}: price table not found; set MEDEVAL_PRICES or restore data/prices.yaml") from exc
+        raise DataFileError(f"{p}: price table not found; pass prices_path= or restore data/prices.yaml") from exc
     return _load(p, mtime)
 
 

@@ -1,9 +1,10 @@
 """API keys: which ones the LLM layer knows, refusing malformed ones before any request, and
 scrubbing every form of them from the text that leaves the layer.
 
-* **Known keys** are the values of every variable the layer could read a key from: the providers'
-  own (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``), every ``api_key_env=`` a provider was built with in
-  this process (:func:`register_key_env`) and any other ``*API_KEY`` variable. Values are read at the
+* **Known keys** are the values of every variable the layer could read a key from: the registered
+  providers' own (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``: ``Provider.key_env``), every
+  ``api_key_env=`` a provider was built with in this process (both via :func:`register_key_env`) and
+  any other ``*API_KEY`` variable. Values are read at the
   moment of redaction, so a key set or changed later is still covered.
 * **Forms**: the value as set and stripped, ``repr``'d and bytes-``repr``'d (``\\r\\n`` as escapes),
   JSON-escaped, URL-encoded, the first 8 characters (the part APIs echo before their ``****``) and a
@@ -31,7 +32,6 @@ from functools import lru_cache
 
 from .errors import LLMError, MissingKeyError, ProviderError
 
-PROVIDER_KEY_ENVS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
 MIN_SECRET_LEN = 6  # shorter values ("EMPTY", "none") are not secrets and would over-redact
 MASK = "***"
 _SK_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9*_\-]{3,}|sk-ant-[A-Za-z0-9*_\-]{3,})")
@@ -48,15 +48,16 @@ class InvalidKeyError(MissingKeyError):
 
 # --------------------------------------------------------------------------- which keys
 def register_key_env(name: str | None) -> None:
-    """Remember that a key may be read from the environment variable ``name`` (``api_key_env=``)."""
+    """Remember that a key may be read from the environment variable ``name`` (a provider's
+    ``key_env``, or ``api_key_env=``)."""
     if name:
         with _lock:
             _registered.add(str(name))
 
 
 def key_env_names(extra: Iterable[str] = ()) -> list[str]:
-    """Every variable a key could come from: the providers', registered ones, any ``*API_KEY``."""
-    names = dict.fromkeys((*PROVIDER_KEY_ENVS, *sorted(_registered), *extra))
+    """Every variable a key could come from: the registered ones (the providers'), any ``*API_KEY``."""
+    names = dict.fromkeys((*sorted(_registered), *extra))
     for var in os.environ:
         if var.upper().endswith("API_KEY"):
             names.setdefault(var)
@@ -265,19 +266,27 @@ class RedactingFilter(logging.Filter):
 
 
 LOG_FILTER = RedactingFilter()
-LLM_LOGGERS = ("medeval_kit.llm", "medeval_kit.llm.execute", "medeval_kit.llm.providers", "medeval_kit.llm.batch",
+# Loggers that may carry text of the LLM layer: every module's (see get_logger) and their packages'.
+LLM_LOGGERS = ("medeval_kit.llm", "medeval_kit.llm.execute", "medeval_kit.llm.calls", "medeval_kit.llm.budget",
+               "medeval_kit.llm.leases", "medeval_kit.llm.providers", "medeval_kit.llm.batch",
                "medeval_kit.llm.cache", "medeval_kit.llm.cost", "medeval_kit.llm.parse", "medeval_kit.llm.types",
                "medeval_kit.llm.secrets")
 
 
+def get_logger(name: str) -> logging.Logger:
+    """Return the logger ``name`` with :data:`LOG_FILTER` attached (a logger's filters see only the
+    records created on it, so each module of the layer takes its logger from here)."""
+    lg = logging.getLogger(name)
+    if LOG_FILTER not in lg.filters:
+        lg.addFilter(LOG_FILTER)
+    return lg
+
+
 def install_log_filter() -> None:
-    """Attach :data:`LOG_FILTER` to every ``medeval_kit.llm`` logger (a logger's filters see only the
-    records created on it, so each module's logger gets it)."""
+    """Attach :data:`LOG_FILTER` to every ``medeval_kit.llm`` logger that exists or is listed."""
     names = set(LLM_LOGGERS) | {n for n in list(logging.Logger.manager.loggerDict) if n.startswith("medeval_kit.llm")}
     for name in names:
-        lg = logging.getLogger(name)
-        if LOG_FILTER not in lg.filters:
-            lg.addFilter(LOG_FILTER)
+        get_logger(name)
 
 
 install_log_filter()

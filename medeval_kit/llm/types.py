@@ -2,7 +2,7 @@
 
 The cache key of a request is a SHA-256 over its canonical JSON form: provider, model, messages,
 sampling parameters, schema, seed and repeat index, plus any non-default provider option that changes
-the request on the wire (``schema_format``; see ``providers.key_options``). ``metadata`` (item ids and
+the request on the wire (``schema_format``; see ``Provider.key_options``). ``metadata`` (item ids and
 the like) and the base URL of an OpenAI-compatible server are *not* part of the key.
 """
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import RequestError, UnknownModelError
+from .registry import REPLAY, is_provider, provider_class, provider_names
 
 KEY_VERSION = 1
-PROVIDERS = ("local", "openai", "anthropic")
 ROLES = ("system", "user", "assistant")
 
 
@@ -43,18 +43,17 @@ class ModelSpec:
 
 
 def parse_model(model: str) -> ModelSpec:
-    """Parse a model string.
-
-    ``local/smollm2-135m``, ``openai/gpt-4o``, ``anthropic/claude-3-5-sonnet-latest``,
-    ``openai/<name>@http://host:port/v1`` (any OpenAI-compatible server) and
-    ``replay/<provider>/<name>`` (answers from the cache only).
+    """Parse a model string: ``<provider>/<name>`` for any registered provider (see
+    :mod:`medeval_kit.llm.registry`), e.g. ``local/smollm2-135m``, ``openai/gpt-4o``,
+    ``anthropic/claude-3-5-sonnet-latest``; ``openai/<name>@http://host:port/v1`` (any
+    OpenAI-compatible server) and ``replay/<provider>/<name>`` (answers from the cache only).
     """
     if not isinstance(model, str) or not model.strip():
         raise UnknownModelError(f"model must be a string such as 'openai/gpt-4o', got {model!r}")
     s = model.strip()
     replay = False
-    if s.startswith("replay/"):
-        replay, s = True, s[len("replay/"):]
+    if s.startswith(REPLAY + "/"):
+        replay, s = True, s[len(REPLAY) + 1:]
     base_url = None
     for marker in ("@http://", "@https://"):
         if marker in s:
@@ -62,15 +61,22 @@ def parse_model(model: str) -> ModelSpec:
             base_url = marker[1:] + rest
             break
     provider, _, name = s.partition("/")
-    if provider not in PROVIDERS or not name:
-        raise UnknownModelError(
-            f"unknown model string {model!r}: write 'provider/name' with provider one of "
-            f"{', '.join(PROVIDERS)} (e.g. 'openai/gpt-4o', 'local/smollm2-135m', "
-            f"'openai/my-model@http://127.0.0.1:8000/v1'), optionally prefixed by 'replay/'"
-        )
-    if base_url and provider != "openai":
-        raise UnknownModelError(f"{model!r}: a base URL is only supported for 'openai/...' (OpenAI-compatible servers)")
+    if not is_provider(provider) or not name:
+        raise UnknownModelError(_unknown_model(model))
+    if base_url and not provider_class(provider).accepts_base_url:
+        served = [f"'{p}/...'" for p in provider_names() if provider_class(p).accepts_base_url]
+        raise UnknownModelError(f"{model!r}: a base URL is only supported for {' and '.join(served)} "
+                                "(OpenAI-compatible servers)")
     return ModelSpec(provider, name, base_url, replay)
+
+
+def _unknown_model(model: str) -> str:
+    """The message for a model string whose provider is not registered, with registered examples."""
+    names = provider_names()
+    examples = [f"'{provider_class(p).example}'" for p in names if provider_class(p).example]
+    examples += [f"'{p}/my-model@http://127.0.0.1:8000/v1'" for p in names if provider_class(p).accepts_base_url]
+    return (f"unknown model string {model!r}: write 'provider/name' with provider one of {', '.join(names)} "
+            f"(e.g. {', '.join(examples)}), optionally prefixed by '{REPLAY}/'")
 
 
 def _canon_float(x: float | None) -> float | None:

@@ -1,4 +1,5 @@
-"""Readers for the files other evaluation tools write; ``medeval import``.
+"""Readers for the files other evaluation tools write (the ``medeval import`` command is in
+:mod:`medeval_kit.cli.imports`).
 
 Each reader turns one file into medeval_kit's tidy tables (:mod:`medeval_kit.schemas`), validated,
 and returns a :class:`ReadResult` with ``.judgments``, ``.annotations``, ``.items``, ``.responses``
@@ -39,10 +40,12 @@ from medeval_kit.readers.mtbench import read_mtbench, read_mtbench_human
 from medeval_kit.readers.promptfoo import read_promptfoo
 
 __all__ = [
+    "DESCRIPTIONS",
     "FORMATS",
     "FORMAT_TABLES",
     "ReadResult",
     "ReaderError",
+    "TABLES",
     "add_from_option",
     "read_alpaca_eval",
     "read_format",
@@ -53,7 +56,6 @@ __all__ = [
     "read_for_command",
     "read_promptfoo",
     "read_tidy",
-    "register_cli",
 ]
 
 FORMATS: dict[str, Callable[..., ReadResult]] = {
@@ -66,7 +68,7 @@ FORMATS: dict[str, Callable[..., ReadResult]] = {
 }
 """Format name -> reader. The names are those of ``medeval import FORMAT``."""
 
-DESCRIPTIONS = {
+DESCRIPTIONS: dict[str, str] = {
     "inspect": "Inspect AI log (.eval or .json): model-graded scores per sample and epoch",
     "alpaca_eval": "AlpacaEval annotations.json: pairwise preferences with output lengths",
     "mtbench": "FastChat MT-bench model_judgment *_pair.jsonl (both orders) or *_single.jsonl",
@@ -74,6 +76,7 @@ DESCRIPTIONS = {
     "healthbench": "HealthBench meta-evaluation JSONL: physician and grader labels per rubric criterion",
     "promptfoo": "promptfoo results.json: llm-rubric and select-best gradings",
 }
+"""Format name -> what the file holds (the format list of ``medeval import --help``)."""
 
 
 def read_format(fmt: str, path: str | Path, *, table: str | None = None, **options) -> ReadResult | pd.DataFrame:
@@ -195,62 +198,3 @@ def read_tidy(path: str | Path, table: str) -> pd.DataFrame:
         elif c.name in df.columns and c.kind == "float":
             df[c.name] = pd.to_numeric(df[c.name], errors="coerce").astype(float)
     return df
-
-
-# =========================================================================== CLI
-def register_cli(subparsers) -> None:
-    """Add ``medeval import FORMAT FILE -o OUT [--table T]`` to the ``medeval`` command."""
-    fmts = "\n".join(f"  {k:<14} {v}" for k, v in DESCRIPTIONS.items())
-    p = subparsers.add_parser(
-        "import",
-        help="turn another tool's results (Inspect, AlpacaEval, MT-bench, HealthBench, promptfoo) into a tidy table",
-        description="Read a results file written by another evaluation tool and write one of medeval_kit's "
-                    "tidy tables (validated). The summary - records read, rows written, rows dropped and "
-                    f"why - goes to stderr.\n\nformats:\n{fmts}",
-        formatter_class=__import__("argparse").RawDescriptionHelpFormatter,
-    )
-    p.add_argument("format", metavar="FORMAT", choices=sorted(FORMATS), help="one of: " + ", ".join(FORMATS))
-    p.add_argument("file", metavar="FILE", help="the tool's results file")
-    p.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="where to write the table: .csv, .tsv, .jsonl or .parquet; '-' = CSV on stdout")
-    p.add_argument("--table", choices=TABLES, default=None,
-                   help="which table to write [the format's main one: judgments, or annotations for "
-                        "mtbench_human and healthbench]")
-    p.add_argument("--grader", default=None, help="healthbench: name of the grader rater [grader]")
-    p.add_argument("--no-inspect-ai", action="store_true",
-                   help="inspect: use the built-in reader even when inspect_ai is installed")
-    p.set_defaults(func=_cli_import)
-
-
-def _cli_import(args) -> int:
-    opts = {}
-    if args.grader is not None:
-        if args.format != "healthbench":
-            raise ReaderError("--grader applies to the healthbench format only")
-        opts["grader"] = args.grader
-    if args.no_inspect_ai:
-        if args.format != "inspect":
-            raise ReaderError("--no-inspect-ai applies to the inspect format only")
-        opts["use_inspect_ai"] = False
-    res = read_format(args.format, args.file, **opts)
-    df = res.table(args.table)
-    out = args.output
-    if out == "-":
-        sys.stdout.write(df.to_csv(index=False))
-    else:
-        o = Path(out)
-        suf = o.suffix.lower()
-        if o.parent and not o.parent.exists():
-            raise ReaderError(f"{o}: the folder {o.parent} does not exist")
-        if suf in (".csv", ".tsv"):
-            df.to_csv(o, index=False, sep="\t" if suf == ".tsv" else ",")
-        elif suf in (".jsonl", ".ndjson"):
-            df.to_json(o, orient="records", lines=True, force_ascii=False)
-        elif suf in (".parquet", ".pq"):
-            df.to_parquet(o, index=False)
-        else:
-            raise ReaderError(f"{o}: unknown output type {suf or '(none)'!r}; use .csv, .tsv, .jsonl or .parquet")
-    name = args.table or res.primary
-    print(res.summary(), file=sys.stderr)
-    print(f"wrote {len(df)} {name} rows to {'stdout' if out == '-' else out}", file=sys.stderr)
-    return 0

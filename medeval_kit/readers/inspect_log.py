@@ -281,41 +281,97 @@ def _text(x: Any) -> str | None:
 
 
 # --------------------------------------------------------------------------- conversion
-def _convert(header: dict, samples: list[tuple[str, dict]], tally: Tally, reader: str) -> ReadResult:
-    src = tally.source
+def _log_meta(header: dict, tally: Tally) -> tuple[str, str | None, str | None]:
+    """(task, evaluated model, dataset name) of the log; a run that did not finish is noted."""
     ev = header.get("eval")
     if not isinstance(ev, dict):
-        raise where_error(src, "log header", "eval", "missing or not an object; is this an Inspect log?")
+        raise where_error(tally.source, "log header", "eval", "missing or not an object; is this an Inspect log?")
     task = ev.get("task") if isinstance(ev.get("task"), str) else "inspect"
     model = ev.get("model") if isinstance(ev.get("model"), str) else None
     dataset = (ev.get("dataset") or {}).get("name") if isinstance(ev.get("dataset"), dict) else None
     status = header.get("status")
     if status and status != "success":
         tally.note(f"log status is {status!r}: the run did not finish; samples present were read")
-    options = _scorer_options(header)
-    declared = [n for n in options]
-    # which scorers are model-graded: a grading transcript in any sample's score metadata, or a
-    # model / model_role option; decided over the whole log so every row of a scorer has one judge
+    return task, model, dataset
+
+
+def _graded_scorers(options: dict[str, dict], samples: list[tuple[str, dict]]) -> set[str]:
+    """The model-graded scorers: a grading transcript in any sample's score metadata, or a model /
+    model_role option; decided over the whole log so every row of a scorer has one judge."""
     graded = {n for n, o in options.items() if "model" in o or "model_role" in o}
     for _, s in samples:
         for n, sc in ((s.get("scores") or {}) if isinstance(s, dict) and isinstance(s.get("scores"), dict) else {}).items():
             if isinstance(sc, dict) and isinstance(sc.get("metadata"), dict) and "grading" in sc["metadata"]:
                 graded.add(n)
+    return graded
+
+
+def _sample_key(src: str, where: str, s: Any) -> tuple[str, int]:
+    """(item id, epoch) of one sample, checked."""
+    if not isinstance(s, dict):
+        raise where_error(src, where, None, f"expected a sample object, got {type(s).__name__}")
+    if "id" not in s or "epoch" not in s:
+        raise where_error(src, where, "id" if "id" not in s else "epoch", "missing from the sample")
+    sid, epoch = s["id"], s["epoch"]
+    if not isinstance(sid, (str, int)) or isinstance(sid, bool):
+        raise where_error(src, where, "id", f"expected a string or integer, got {sid!r}")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
+        raise where_error(src, where, "epoch", f"expected an integer >= 1, got {epoch!r}")
+    return str(sid), epoch
+
+
+def _score_rows(src: str, where: str, name: str, sc: Any, base: dict, err_msg: str | None,
+                tally: Tally) -> list[dict]:
+    """The judgments rows of one scorer's Score in one sample (one per key of a dict value)."""
+    if sc is None:
+        return [{**base, "criterion": name, "raw": None, "verdict": None, "score": math.nan,
+                 "parse_status": "missing",
+                 "note": f"no score: sample error: {err_msg}" if err_msg else "no score recorded"}]
+    if not isinstance(sc, dict) or "value" not in sc:
+        raise where_error(src, where, f"scores.{name}", "expected a Score object with a 'value'")
+    value = sc["value"]
+    expl = sc.get("explanation") if isinstance(sc.get("explanation"), str) else None
+    common = {**base, "raw": expl, "answer": sc.get("answer") if isinstance(sc.get("answer"), str) else None}
+    if isinstance(value, list):
+        tally.drop("list-valued Inspect score (a list is not one judgment)", f"{where}, scores.{name}")
+        return []
+    rows = []
+    for key, v in (value.items() if isinstance(value, dict) else [(None, value)]):
+        verdict, score, has = _value(v)
+        status_, note = "ok", None
+        if expl and expl.startswith(_GRADE_NOT_FOUND):
+            status_, note, verdict, score = "failed", "grade not found in the grader's output", None, math.nan
+        elif not has:
+            status_, note = "failed", "unscored (value NaN/null)" if is_missing(v) else f"unusable value {v!r}"
+        rows.append({**common, "criterion": name if key is None else f"{name}/{key}", "verdict": verdict,
+                     "score": score, "parse_status": status_, "value_raw": None if is_missing(v) else str(v),
+                     "note": note})
+    return rows
+
+
+def _note_graders(tally: Tally, graders: dict[str, tuple[str | None, str]], n_samples: int) -> None:
+    """Say in the summary who graded each scorer (and when the log holds no samples)."""
+    for name, (g, how) in graders.items():
+        if g is None:
+            tally.note(f"scorer {name!r}: no grader model recorded (not model-graded, or not recorded); judge = scorer name")
+        else:
+            tally.note(f"scorer {name!r}: grader {g} ({how})")
+    if not n_samples:
+        tally.note("the log holds no samples (header only, or the run logged no samples)")
+
+
+def _convert(header: dict, samples: list[tuple[str, dict]], tally: Tally, reader: str) -> ReadResult:
+    src = tally.source
+    task, model, dataset = _log_meta(header, tally)
+    options = _scorer_options(header)
+    declared = list(options)
+    graded = _graded_scorers(options, samples)
     graders: dict[str, tuple[str | None, str]] = {}
 
     judg, items, resps, seen = [], {}, {}, set()
     for where, s in samples:
         tally.record()
-        if not isinstance(s, dict):
-            raise where_error(src, where, None, f"expected a sample object, got {type(s).__name__}")
-        if "id" not in s or "epoch" not in s:
-            raise where_error(src, where, "id" if "id" not in s else "epoch", "missing from the sample")
-        sid, epoch = s["id"], s["epoch"]
-        if not isinstance(sid, (str, int)) or isinstance(sid, bool):
-            raise where_error(src, where, "id", f"expected a string or integer, got {sid!r}")
-        if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
-            raise where_error(src, where, "epoch", f"expected an integer >= 1, got {epoch!r}")
-        item = str(sid)
+        item, epoch = _sample_key(src, where, s)
         if (item, epoch) in seen:
             tally.drop("duplicate sample (same id and epoch; kept the first)", where)
             continue
@@ -335,48 +391,15 @@ def _convert(header: dict, samples: list[tuple[str, dict]], tally: Tally, reader
             scores = {}
         if not isinstance(scores, dict):
             raise where_error(src, where, "scores", f"expected an object {{name: score}}, got {type(scores).__name__}")
-        names = list(dict.fromkeys(declared + list(scores)))
-        for name in names:
-            base = {"item": item, "protocol": "reference", "order": "single", "repeat": epoch - 1, "epoch": epoch,
-                    "scorer": name, "model": model, "task": task}
-            sc = scores.get(name)
+        for name in dict.fromkeys(declared + list(scores)):
             if name not in graders:
                 graders[name] = _grader(name, options.get(name, {}), name in graded, header)
             grader = graders[name][0]
-            judge = grader or name
-            if sc is None:
-                judg.append({**base, "judge": judge, "grader_model": grader, "criterion": name, "raw": None,
-                             "verdict": None, "score": math.nan, "parse_status": "missing",
-                             "note": f"no score: sample error: {err_msg}" if err_msg else "no score recorded"})
-                continue
-            if not isinstance(sc, dict) or "value" not in sc:
-                raise where_error(src, where, f"scores.{name}", "expected a Score object with a 'value'")
-            value = sc["value"]
-            expl = sc.get("explanation") if isinstance(sc.get("explanation"), str) else None
-            common = {**base, "judge": judge, "grader_model": grader, "raw": expl,
-                      "answer": sc.get("answer") if isinstance(sc.get("answer"), str) else None}
-            if isinstance(value, list):
-                tally.drop("list-valued Inspect score (a list is not one judgment)", f"{where}, scores.{name}")
-                continue
-            parts = value.items() if isinstance(value, dict) else [(None, value)]
-            for key, v in parts:
-                crit = name if key is None else f"{name}/{key}"
-                verdict, score, has = _value(v)
-                status_, note = "ok", None
-                if expl and expl.startswith(_GRADE_NOT_FOUND):
-                    status_, note, verdict, score = "failed", "grade not found in the grader's output", None, math.nan
-                elif not has:
-                    status_, note = "failed", "unscored (value NaN/null)" if is_missing(v) else f"unusable value {v!r}"
-                judg.append({**common, "criterion": crit, "verdict": verdict, "score": score,
-                             "parse_status": status_, "value_raw": None if is_missing(v) else str(v), "note": note})
+            base = {"item": item, "protocol": "reference", "order": "single", "repeat": epoch - 1, "epoch": epoch,
+                    "scorer": name, "model": model, "task": task, "judge": grader or name, "grader_model": grader}
+            judg += _score_rows(src, where, name, scores.get(name), base, err_msg, tally)
 
-    for name, (g, how) in graders.items():
-        if g is None:
-            tally.note(f"scorer {name!r}: no grader model recorded (not model-graded, or not recorded); judge = scorer name")
-        else:
-            tally.note(f"scorer {name!r}: grader {g} ({how})")
-    if not samples:
-        tally.note("the log holds no samples (header only, or the run logged no samples)")
+    _note_graders(tally, graders, len(samples))
     cols = ["epoch", "scorer", "grader_model", "model", "answer", "value_raw", "task", "note"]
     return tally.result(
         "judgments", reader,

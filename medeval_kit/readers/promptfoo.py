@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 from medeval_kit.readers._common import (
@@ -89,19 +90,8 @@ def _summary(obj, src: str) -> tuple[list, dict, object]:
     return res, config if isinstance(config, dict) else {}, summ.get("version")
 
 
-def read_promptfoo(path: str | Path) -> ReadResult:
-    """Read a promptfoo ``results.json`` into judgments (llm-rubric, select-best), items and responses.
-
-    See the module docstring for the mapping and the sources it was checked against.
-    """
-    src = str(path)
-    results, config, version = _summary(load_json(path), src)
-    tally = Tally("promptfoo", src, record_unit="results (test x prompt x provider)")
-    if version != 3:
-        tally.note(f"results version {version!r}: this reader follows version 3 (EvaluateSummaryV3); "
-                   "results without testIdx/promptIdx are refused with the record named")
-    default_grader = _provider_name(((config.get("defaultTest") or {}).get("options") or {}).get("provider")
-                                    if isinstance(config.get("defaultTest"), dict) else None)
+def _parse_results(results: list, src: str, tally: Tally) -> list[tuple]:
+    """Check each result: (where, result, testIdx, promptIdx, provider, prompt, testCase)."""
     parsed = []
     for i, r in enumerate(results):
         where = f"results.results[{i}]"
@@ -116,6 +106,74 @@ def read_promptfoo(path: str | Path) -> ReadResult:
         prompt = r.get("prompt") if isinstance(r.get("prompt"), dict) else {}
         tc = r.get("testCase") if isinstance(r.get("testCase"), dict) else {}
         parsed.append((where, r, t_idx, p_idx, prov, prompt, tc))
+    return parsed
+
+
+def _rubric_row(c: dict, a: dict, cw: str, src: str, base: dict, judge: str) -> dict:
+    """The judgments row of one llm-rubric grading (a grader failure is ``parse_status="failed"``)."""
+    reason = c.get("reason") if isinstance(c.get("reason"), str) else None
+    meta = c.get("metadata") if isinstance(c.get("metadata"), dict) else {}
+    failed = bool(meta.get("graderError")) or (reason is not None and reason.startswith(_GRADER_FAIL))
+    score = c.get("score")
+    if not failed and not isinstance(c.get("pass"), bool):
+        raise where_error(src, cw, "pass", f"expected true/false, got {c.get('pass')!r}")
+    return {**base, "judge": judge, "protocol": "rubric", "criterion": _criterion(a), "order": "single",
+            "raw": reason, "verdict": None if failed else ("pass" if c["pass"] else "fail"),
+            "score": math.nan if failed or not isinstance(score, (int, float)) else float(score),
+            "parse_status": "failed" if failed else "ok", "assertion_type": a.get("type"),
+            "note": "grader output could not be read" if failed else None}
+
+
+def _graded_rows(r: dict, where: str, src: str, base: dict, declared: list[dict], grader_of, err: str | None,
+                 skipped: Counter) -> tuple[list[dict], list[dict]]:
+    """(rubric judgments, select-best gradings) of one result; declared rubrics without a grading
+    give ``missing`` rows; other assertion types are counted in ``skipped``."""
+    gr = r.get("gradingResult")
+    if gr is not None and not isinstance(gr, dict):
+        raise where_error(src, where, "gradingResult", f"expected an object or null, got {type(gr).__name__}")
+    judg, sb_rows, recorded = [], [], Counter()
+    for j, c in enumerate((gr.get("componentResults") or []) if isinstance(gr, dict) else []):
+        cw = f"{where}.gradingResult.componentResults[{j}]"
+        if not isinstance(c, dict):
+            raise where_error(src, cw, None, f"expected a GradingResult object, got {type(c).__name__}")
+        a = c.get("assertion") if isinstance(c.get("assertion"), dict) else {}
+        typ = a.get("type")
+        if typ == "select-best":
+            sb_rows.append({**base, "assertion": a, "pass": c.get("pass"), "reason": c.get("reason"),
+                            "grader": grader_of(a), "_where": cw})
+        elif typ not in _RUBRIC:
+            skipped[str(typ) if typ else "(assertion not recorded)"] += 1
+        else:
+            recorded[(typ, _criterion(a))] += 1
+            judg.append(_rubric_row(c, a, cw, src, base, grader_of(a)))
+    for a in declared:
+        if a.get("type") not in _RUBRIC:
+            continue
+        key = (a.get("type"), _criterion(a))
+        if recorded[key]:
+            recorded[key] -= 1
+            continue
+        judg.append({**base, "judge": grader_of(a), "protocol": "rubric", "criterion": key[1], "order": "single",
+                     "raw": None, "verdict": None, "score": math.nan, "parse_status": "missing",
+                     "assertion_type": key[0],
+                     "note": f"not graded: {err}" if err else "no grading result for this rubric"})
+    return judg, sb_rows
+
+
+def read_promptfoo(path: str | Path) -> ReadResult:
+    """Read a promptfoo ``results.json`` into judgments (llm-rubric, select-best), items and responses.
+
+    See the module docstring for the mapping and the sources it was checked against.
+    """
+    src = str(path)
+    results, config, version = _summary(load_json(path), src)
+    tally = Tally("promptfoo", src, record_unit="results (test x prompt x provider)")
+    if version != 3:
+        tally.note(f"results version {version!r}: this reader follows version 3 (EvaluateSummaryV3); "
+                   "results without testIdx/promptIdx are refused with the record named")
+    default_grader = _provider_name(((config.get("defaultTest") or {}).get("options") or {}).get("provider")
+                                    if isinstance(config.get("defaultTest"), dict) else None)
+    parsed = _parse_results(results, src, tally)
     # promptIdx numbers the prompt x provider columns; name the prompt only when several prompts were run
     n_prompts = len({(pr.get('label') or r.get('promptId') or p) for _, r, _, p, _, pr, _ in parsed})
     judg, sb_rows, items, resps = [], [], {}, {}
@@ -124,7 +182,6 @@ def read_promptfoo(path: str | Path) -> ReadResult:
         q = f"t{t_idx}"
         label = prompt.get("label") if isinstance(prompt.get("label"), str) else f"prompt {p_idx}"
         target = f"{prov} | {label}" if n_prompts > 1 else prov
-        item = f"{q}:{target}"
         desc = tc.get("description") if isinstance(tc.get("description"), str) else r.get("description")
         items.setdefault(q, {"item": q, "dataset": "promptfoo", "question": desc if isinstance(desc, str) else None,
                              "vars": json.dumps(tc.get("vars") or r.get("vars") or {}, sort_keys=True, default=str)})
@@ -133,55 +190,21 @@ def read_promptfoo(path: str | Path) -> ReadResult:
         text = as_text(resp.get("output")) if "output" in resp else None
         resps[(q, target, where)] = {"item": q, "model": target, "text": text, "error": err, "_key": (q, target)}
         options = tc.get("options") if isinstance(tc.get("options"), dict) else {}
-        test_grader = _provider_name(options.get("provider"))
         declared = [a for a in (tc.get("assert") or []) if isinstance(a, dict)]
-        gr = r.get("gradingResult")
-        comps = (gr.get("componentResults") or []) if isinstance(gr, dict) else []
-        if gr is not None and not isinstance(gr, dict):
-            raise where_error(src, where, "gradingResult", f"expected an object or null, got {type(gr).__name__}")
-        recorded: Counter = Counter()
-        base = {"question_item": q, "target": target, "provider": prov, "prompt_label": label, "test_idx": t_idx,
-                "prompt_idx": p_idx, "description": desc if isinstance(desc, str) else None}
-        for j, c in enumerate(comps):
-            cw = f"{where}.gradingResult.componentResults[{j}]"
-            if not isinstance(c, dict):
-                raise where_error(src, cw, None, f"expected a GradingResult object, got {type(c).__name__}")
-            a = c.get("assertion") if isinstance(c.get("assertion"), dict) else {}
-            typ = a.get("type")
-            if typ == "select-best":
-                sb_rows.append({**base, "assertion": a, "pass": c.get("pass"), "reason": c.get("reason"),
-                                "grader": _grader(a, declared, test_grader, default_grader), "_where": cw})
-                continue
-            if typ not in _RUBRIC:
-                skipped[str(typ) if typ else "(assertion not recorded)"] += 1
-                continue
-            crit = _criterion(a)
-            recorded[(typ, crit)] += 1
-            reason = c.get("reason") if isinstance(c.get("reason"), str) else None
-            meta = c.get("metadata") if isinstance(c.get("metadata"), dict) else {}
-            failed = bool(meta.get("graderError")) or (reason is not None and reason.startswith(_GRADER_FAIL))
-            ok_pass = isinstance(c.get("pass"), bool)
-            score = c.get("score")
-            if not failed and not ok_pass:
-                raise where_error(src, cw, "pass", f"expected true/false, got {c.get('pass')!r}")
-            judg.append({**base, "item": item, "judge": _grader(a, declared, test_grader, default_grader),
-                         "protocol": "rubric", "criterion": crit, "order": "single", "raw": reason,
-                         "verdict": None if failed else ("pass" if c["pass"] else "fail"),
-                         "score": math.nan if failed or not isinstance(score, (int, float)) else float(score),
-                         "parse_status": "failed" if failed else "ok", "assertion_type": typ,
-                         "note": "grader output could not be read" if failed else None})
-        for a in declared:
-            typ = a.get("type")
-            if typ not in _RUBRIC:
-                continue
-            crit = _criterion(a)
-            if recorded[(typ, crit)]:
-                recorded[(typ, crit)] -= 1
-                continue
-            judg.append({**base, "item": item, "judge": _grader(a, declared, test_grader, default_grader),
-                         "protocol": "rubric", "criterion": crit, "order": "single", "raw": None, "verdict": None,
-                         "score": math.nan, "parse_status": "missing", "assertion_type": typ,
-                         "note": f"not graded: {err}" if err else "no grading result for this rubric"})
+        grader_of = partial(_grader, declared=declared, test_grader=_provider_name(options.get("provider")),
+                            default_grader=default_grader)
+        base = {"item": f"{q}:{target}", "question_item": q, "target": target, "provider": prov,
+                "prompt_label": label, "test_idx": t_idx, "prompt_idx": p_idx,
+                "description": desc if isinstance(desc, str) else None}
+        rows, sb = _graded_rows(r, where, src, base, declared, grader_of, err, skipped)
+        judg += rows
+        sb_rows += sb
+    return _result(tally, judg, sb_rows, items, resps, skipped)
+
+
+def _result(tally: Tally, judg: list[dict], sb_rows: list[dict], items: dict, resps: dict,
+            skipped: Counter) -> ReadResult:
+    """Number the repeats, resolve select-best, note what was not imported; return the tables."""
     n_rep = number_repeats(judg, ["item", "judge", "criterion"])
     if n_rep:
         tally.note(f"{n_rep} rubric gradings repeat an (output, grader, rubric): numbered as repeats")
@@ -192,15 +215,13 @@ def read_promptfoo(path: str | Path) -> ReadResult:
     if any(j["judge"] == DEFAULT_GRADER for j in judg + sb):
         tally.note(f"grader not recorded for some assertions (promptfoo's default grading provider): "
                    f"judge = {DEFAULT_GRADER!r}")
-    resp_rows = _responses(resps)
     cols = ["question_item", "target", "provider", "prompt_label", "test_idx", "prompt_idx", "description",
             "assertion_type", "n_candidates", "note"]
-    judgments = judg + sb
     return tally.result(
         "judgments", "built-in JSON reader",
-        judgments=tally.frame(judgments, "judgments", columns=cols),
+        judgments=tally.frame(judg + sb, "judgments", columns=cols),
         items=tally.frame(list(items.values()), "items"),
-        responses=tally.frame(resp_rows, "responses", columns=["error"]),
+        responses=tally.frame(_responses(resps), "responses", columns=["error"]),
     )
 
 

@@ -28,16 +28,20 @@ from medeval_kit.repro.papers import longform_medqa_2024 as longform_medqa
 from medeval_kit.repro.papers import mcqg_srefine_2025 as mcqg_srefine
 from medeval_kit.repro.papers import medqade_2026 as medqade
 from medeval_kit.repro.papers import pandalm_2024 as pandalm
+from medeval_kit.repro.inputs import load_study
 from medeval_kit.repro.published import (
     COLUMNS, STATUSES, Number, Paper, Printed, Published, decide, load_paper, paper_ids, parse_printed, rounds_to,
     to_frame, truncates_to, validate_paper_file,
 )
-from medeval_kit.repro.studies import STUDIES, papers_for, published_numbers, study_numbers
+from medeval_kit.repro.studies import (STUDIES, judging_humans, judging_inputs, pandalm_humans,
+                                        pandalm_reference_scores, papers_for, published_numbers, study_numbers)
 
 __all__ = [
     "STATUSES", "COLUMNS", "Printed", "parse_printed", "rounds_to", "truncates_to", "decide", "Published",
     "Number", "Paper", "load_paper", "paper_ids", "validate_paper_file", "to_frame",
     "STUDIES", "study_numbers", "published_numbers", "papers_for", "paper_contradictions",
+    "load_study",
+    "judging_inputs", "judging_humans", "pandalm_humans", "pandalm_reference_scores",
     "automedeval", "grounded_synth", "longform_medqa", "mcqg_srefine", "medqade", "pandalm",
 ]
 

@@ -1,4 +1,5 @@
-"""Study glue: which papers' numbers each study checks, in the order its table lists them."""
+"""Study glue: which papers' numbers each study checks, in the order its table lists them; the judging
+study's bundled inputs and human labels."""
 
 from __future__ import annotations
 
@@ -6,7 +7,11 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from medeval_kit import datasets, judge
+from medeval_kit.agreement import majority_vote
 from medeval_kit.errors import ParameterError
+from medeval_kit.judge.engine import text
+from medeval_kit.judge.protocols.pairwise import sample_ids
 from medeval_kit.repro.papers import (
     automedeval_2025, grounded_synth_2025, longform_medqa_2024, mcqg_srefine_2025, medqade_2026, pandalm_2024,
 )
@@ -92,3 +97,110 @@ def papers_for(dataset: str) -> list[str]:
     """Papers whose numbers one agreement-study dataset checks (``synthetic`` = the printed arithmetic)."""
     return {"pandalm": [pandalm_2024.PAPER], "medqg_table19": [mcqg_srefine_2025.PAPER]}.get(
         dataset, [longform_medqa_2024.PAPER, medqade_2026.PAPER, mcqg_srefine_2025.PAPER])
+
+
+# --------------------------------------------------------------------------- judging study: bundled inputs
+def _pandalm_pairs(n_items: int | None, seed: int) -> pd.DataFrame:
+    return judge.pairs_from_bundle(datasets.load_pandalm(), n_items=n_items, seed=seed)
+
+
+def _pandalm_graded(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Response 2 with response 1 as its reference (a smoke test, not a validated use)."""
+    return pd.DataFrame({"item": pairs["item"], "question": pairs["question"], "response": pairs["answer_b"],
+                         "target": pairs["model_b"], "reference": pairs["answer_a"]})
+
+
+def _pandalm_both(pairs: pd.DataFrame) -> pd.DataFrame:
+    first = pd.DataFrame({"item": pairs["item"], "question": pairs["question"], "response": pairs["answer_a"],
+                          "target": pairs["model_a"]})
+    return pd.concat([first, _pandalm_graded(pairs).drop(columns="reference")], ignore_index=True)
+
+
+def _medqg_items(n_items: int | None, seed: int) -> pd.DataFrame:
+    it = datasets.load_medqg_questions().items.reset_index(drop=True)
+    ids = sample_ids(it["item"].astype(str).tolist(), n_items, seed)
+    return it.set_index("item").loc[ids].reset_index()
+
+
+def _medqg_mcqs(it: pd.DataFrame) -> pd.DataFrame:
+    """Each MCQ (question, options, key) rated against its source note, topic and keypoint."""
+    def opts(o):
+        return "\n".join(f"{k}. {v}" for k, v in o.items()) if isinstance(o, dict) else text(o)
+
+    mcq = [f"Question: {text(r.question)}\nOptions:\n{opts(r.options)}\nCorrect answer: {text(r.answer)}"
+           for r in it.itertuples()]
+    src = [f"Clinical note: {text(r.context)}\nTopic: {text(r.topic)}\nKeypoint: {text(r.keypoint)}"
+           for r in it.itertuples()]
+    return pd.DataFrame({"item": it["item"], "question": src, "response": mcq})
+
+
+def _medqg_options(it: pd.DataFrame) -> pd.DataFrame:
+    """The keyed answer and the distractors of each MCQ, graded against the key."""
+    rows = [{"item": r.item, "question": text(r.question), "reference": text(r.answer_text) or text(r.answer),
+             "answer": text(txt), "target": f"option_{letter}"}
+            for r in it.itertuples() for letter, txt in (r.options if isinstance(r.options, dict) else {}).items()]
+    if not rows:
+        raise ParameterError("medqg items carry no option dict to grade")
+    return pd.DataFrame(rows)
+
+
+JUDGING_INPUTS: dict[tuple[str, str], Callable[[int | None, int], tuple[pd.DataFrame, dict]]] = {
+    ("pandalm", "pairwise"): lambda n, seed: (_pandalm_pairs(n, seed), {"rubric": "overall"}),
+    ("pandalm", "multi_response"): lambda n, seed: (_pandalm_both(_pandalm_pairs(n, seed)), {}),
+    ("pandalm", "reference"): lambda n, seed: (_pandalm_graded(_pandalm_pairs(n, seed)), {}),
+    ("medqg", "rubric"): lambda n, seed: (_medqg_mcqs(_medqg_items(n, seed)),
+                                          {"rubric": "mcqg_srefine", "target": None}),
+    ("medqg", "multi_answer"): lambda n, seed: (_medqg_options(_medqg_items(n, seed)), {}),
+}
+"""(dataset, protocol) -> ``f(n_items, seed)`` returning the judging notebook's input table and options."""
+
+
+def judging_inputs(protocol: str, dataset: str, *, n_items: int | None = None,
+                   seed: int = 0) -> tuple[pd.DataFrame, dict]:
+    """The input table and keyword arguments to judge bundled ``dataset`` with ``protocol``.
+
+    ``pandalm`` x ``pairwise`` (rubric ``overall``), ``multi_response`` (the two responses scored
+    together) or ``reference`` (response 2 graded against response 1); ``medqg`` x ``rubric`` (the
+    MCQ on MCQG-SRefine's 30 aspects) or ``multi_answer`` (keyed answer and distractors graded
+    against the key). ``n_items`` takes a seeded random subset of question items.
+    """
+    try:
+        build = JUDGING_INPUTS[(dataset, protocol)]
+    except KeyError:
+        supported = [f"{d} x {p}" for d, p in JUDGING_INPUTS]
+        raise ParameterError(f"dataset {dataset!r} with protocol {protocol!r} is not supported by judging_inputs; "
+                             f"supported: {supported}. Build the input table yourself and call "
+                             f"judge.judge_<protocol>.") from None
+    return build(n_items, seed)
+
+
+def pandalm_humans() -> pd.DataFrame:
+    """PandaLM's human annotations (A/B/tie per item from its 3 annotators)."""
+    ann = datasets.load_pandalm().annotations
+    return ann[ann["rater_kind"] == "human"]
+
+
+#: reference scores of (slot A, slot B) from the human majority: the preferred response scores higher
+_PREFERENCE_SCORES = {"A": {"A": 2.0, "B": 1.0}, "B": {"A": 1.0, "B": 2.0}, "tie": {"A": 1.0, "B": 1.0}}
+
+
+def pandalm_reference_scores() -> pd.DataFrame:
+    """Reference scores (item, target, score) of PandaLM's two responses from the human majority."""
+    maj = majority_vote(pandalm_humans()).dropna(subset=["label"]).set_index("item")["label"]
+    slots = datasets.load_pandalm().responses
+    slots = slots[slots["item"].isin(maj.index)]
+    return pd.DataFrame({"item": slots["item"], "target": slots["model"],
+                         "score": [_PREFERENCE_SCORES[maj[i]][s] for i, s in zip(slots["item"], slots["slot"])]})
+
+
+JUDGING_HUMANS: dict[tuple[str, str], Callable[[], pd.DataFrame]] = {
+    ("pandalm", "pairwise"): pandalm_humans,
+    ("pandalm", "multi_response"): pandalm_reference_scores,
+}
+"""(dataset, protocol) -> the bundled human labels ``judge.human_agreement`` compares the judge with."""
+
+
+def judging_humans(protocol: str, dataset: str) -> pd.DataFrame | None:
+    """The bundled human labels for judging ``dataset`` with ``protocol``, or None where there are none."""
+    build = JUDGING_HUMANS.get((dataset, protocol))
+    return build() if build else None

@@ -1,3 +1,182 @@
-"""Plots of agreement results (filled in by the move of plots out of the analysis modules)."""
+"""Plots of agreement results (:mod:`medeval_kit.agreement` tables): rater x rater heatmap, forest plots of
+judges against the humans and of Δ per design, ensemble size against kappa, and the equal-noise coverage.
+Each takes the tidy result table and ``ax=None`` and returns the Figure."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.ticker import MaxNLocator
+
+from medeval_kit.agreement.registry import REGISTRY
+from medeval_kit.viz.figures import figure, paper_style
+
+__all__ = ["metric_label", "plot_kappa_heatmap", "plot_forest", "plot_ensembles", "plot_delta_forest",
+           "plot_coverage"]
+
+
+def _axes(ax, width="single", aspect: float = 0.75):
+    """(fig, ax): the given axes and their figure, else a new paper-style figure."""
+    return figure(width, aspect=aspect) if ax is None else (ax.figure, ax)
+
+
+def metric_label(metric: str) -> str:
+    """Readable axis label for a metric name (``cohen_kappa`` -> ``Cohen's κ``), from the coefficient registry."""
+    return REGISTRY[metric].label if metric in REGISTRY else metric.replace("_", " ")
+
+
+def _heat_cells(pairs: pd.DataFrame, raters: list) -> tuple[np.ndarray, list[list[str]]]:
+    """Symmetric estimate matrix and the cell texts (estimate and CI) of a pairwise table."""
+    R = len(raters)
+    M = np.full((R, R), np.nan)
+    txt = [["" for _ in range(R)] for _ in range(R)]
+    for _, r in pairs.iterrows():
+        i, j = raters.index(r["rater_a"]), raters.index(r["rater_b"])
+        M[i, j] = M[j, i] = r["estimate"]
+        s = "NaN" if pd.isna(r["estimate"]) else f"{r['estimate']:.2f}"
+        if pd.notna(r.get("ci_low", np.nan)):
+            s += f"\n[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+        txt[i][j] = txt[j][i] = s
+    return M, txt
+
+
+def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = None, width="single", ax=None):
+    """Heatmap of a :func:`~medeval_kit.agreement.pairwise_matrix` table; cells show estimate and CI."""
+    raters = order or list(dict.fromkeys(list(pairs["rater_a"]) + list(pairs["rater_b"])))
+    M, txt = _heat_cells(pairs, raters)
+    R = len(raters)
+    with paper_style():
+        fig, ax = _axes(ax, width, aspect=0.85)
+        im = ax.imshow(M, vmin=min(0.0, np.nanmin(M) if np.isfinite(M).any() else 0.0), vmax=1.0, cmap="viridis")
+        for i in range(R):
+            for j in range(R):
+                if txt[i][j]:
+                    v = M[i, j]
+                    ax.text(j, i, txt[i][j], ha="center", va="center", fontsize=5,
+                            color="black" if np.isfinite(v) and v > 0.6 else "white")
+        ax.set_xticks(range(R), raters, rotation=45, ha="right")
+        ax.set_yticks(range(R), raters)
+        metric = pairs["metric"].iloc[0] if len(pairs) else "estimate"
+        fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=metric)
+        ax.set_title(title or f"{metric} per rater pair (95% CI)")
+        for s in ax.spines.values():
+            s.set_visible(False)
+    return fig
+
+
+def plot_forest(table: pd.DataFrame, *, design: str | None = None, title: str | None = None, width="single",
+                ax=None):
+    """Forest plot of judges with CIs and the humans' level as a band.
+
+    Takes :func:`~medeval_kit.agreement.judge_vs_ceiling`, :func:`~medeval_kit.agreement.judge_vs_humans` or
+    :func:`~medeval_kit.agreement.compare_designs`; from the last it draws ``design`` (default: the first
+    design whose judges have estimates).
+    """
+    if "design" in table.columns and table["design"].nunique() > 1:
+        if design is None:
+            ok = table[(table["role"] == "judge") & table["estimate"].notna()]
+            design = ok["design"].iloc[0] if len(ok) else table["design"].iloc[0]
+        table = table[table["design"] == design]
+        title = title or f"Judges against the humans ({design})"
+    judges = table[table["role"] == "judge"].reset_index(drop=True)
+    ceil = table[table["role"].isin(["ceiling", "humans"])]
+    with paper_style():
+        fig, ax = _axes(ax, width, aspect=0.25 + 0.12 * max(len(judges), 1))
+        if len(ceil):
+            c = ceil.iloc[0]
+            if np.isfinite(c["estimate"]):
+                ax.axvspan(c["ci_low"], c["ci_high"], color="0.85", zorder=0, label="humans 95% CI")
+                ax.axvline(c["estimate"], color="0.4", ls="--", lw=0.8, label=f"humans {c['estimate']:.3f}")
+        y = np.arange(len(judges))[::-1]
+        ax.errorbar(judges["estimate"], y,
+                    xerr=[judges["estimate"] - judges["ci_low"], judges["ci_high"] - judges["estimate"]],
+                    fmt="o", ms=3, capsize=2, color="C0", label="judge vs consensus")
+        ax.set_yticks(y, judges["rater"])
+        ax.set_xlabel(metric_label(judges["metric"].iloc[0]) if len(judges) else "estimate")
+        ax.axvline(0, color="0.7", lw=0.5)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / max(len(judges), 1)), ncol=3,
+                  frameon=False)
+        ax.set_title(title or "Judges against the human ceiling")
+    return fig
+
+
+def plot_ensembles(table: pd.DataFrame, metric: str = "cohen_kappa", *, title: str | None = None, width="single",
+                   ax=None):
+    """Ensemble size against ``metric``: every ensemble as a dot, the best per size as a line."""
+    with paper_style():
+        fig, ax = _axes(ax, width)
+        rng = np.random.default_rng(0)  # horizontal jitter only, fixed so figures are byte-stable
+        x = table["size"] + rng.uniform(-0.12, 0.12, len(table))
+        ax.scatter(x, table[metric], s=6, alpha=0.6, color="C0", label="ensemble")
+        best = table.groupby("size")[metric].max()
+        ax.plot(best.index, best.values, "-o", ms=3, color="C1", label="best per size")
+        ax.set_xticks(sorted(table["size"].unique()))
+        ax.set_xlabel("ensemble size (majority vote)")
+        ax.set_ylabel(metric)
+        ax.legend(frameon=False)
+        ax.set_title(title or f"{len(table)} ensembles")
+    return fig
+
+
+def plot_delta_forest(table: pd.DataFrame, *, title: str | None = None, width="single", ax=None):
+    """Forest plot of Δ = judge − humans with its paired-bootstrap CI, one marker style per design.
+
+    Takes :func:`~medeval_kit.agreement.compare_designs` (or one :func:`judge_vs_humans` table);
+    the dashed line is the non-inferiority margin −``margin``. Judges without a Δ are left out.
+    """
+    j = table[(table["role"] == "judge") & table["delta"].notna()].reset_index(drop=True)
+    designs = list(dict.fromkeys(j["design"]))
+    judges = list(dict.fromkeys(j["rater"]))
+    markers = ["o", "s", "D", "^"]
+    with paper_style():
+        fig, ax = _axes(ax, width, aspect=0.2 + 0.08 * max(len(judges), 1) * max(len(designs), 1))
+        step = 0.6 / max(len(designs), 1)
+        for k, d in enumerate(designs):
+            sub = j[j["design"] == d]
+            y = np.array([len(judges) - 1 - judges.index(r) for r in sub["rater"]]) + 0.3 - step * (k + 0.5)
+            ax.errorbar(sub["delta"], y, xerr=[sub["delta"] - sub["delta_ci_low"], sub["delta_ci_high"] - sub["delta"]],
+                        fmt=markers[k % len(markers)], ms=3, capsize=2, color=f"C{k}", label=d)
+        ax.axvline(0, color="0.3", lw=0.8)
+        if len(j) and j["margin"].notna().any():
+            m = float(j["margin"].dropna().iloc[0])
+            ax.axvline(-m, color="0.5", lw=0.8, ls="--", label=f"non-inferiority margin −{m:g}")
+        ax.set_yticks(range(len(judges)), judges[::-1])
+        metric = metric_label(j["metric"].iloc[0]) if len(j) else "metric"
+        ax.set_xlabel(f"Δ {metric} = judge − humans (95% CI, paired item bootstrap)")
+        ax.set_ylim(-0.5, len(judges) - 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(6))
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22 - 0.25 / max(len(judges), 1)), ncol=2, frameon=False)
+        ax.set_title(title or "Can the judge replace the humans?")
+    return fig
+
+
+def plot_coverage(cov: pd.DataFrame, *, confidence: float = 0.95, title: str | None = None, width="single",
+                  ax=None):
+    """Coverage of Δ's CI under equal noise (:func:`~medeval_kit.agreement.equal_noise_coverage`), per design."""
+    panels = list(dict.fromkeys(cov["panel"]))
+    designs = list(dict.fromkeys(cov["design"]))
+    with paper_style():
+        fig, ax = _axes(ax, width, aspect=0.6)
+        w = 0.8 / max(len(designs), 1)
+        for k, d in enumerate(designs):
+            sub = cov[cov["design"] == d].set_index("panel").reindex(panels)
+            x = np.arange(len(panels)) - 0.4 + w * (k + 0.5)
+            ok = sub["estimate"].notna().to_numpy()
+            ax.errorbar(x[ok], sub["estimate"][ok],
+                        yerr=[(sub["estimate"] - sub["ci_low"])[ok], (sub["ci_high"] - sub["estimate"])[ok]],
+                        fmt="o", ms=3, capsize=2, color=f"C{k}", label=d)
+            for xi in x[~ok]:
+                ax.text(xi, confidence - 0.02, "n/a", ha="center", va="top", fontsize=6, color=f"C{k}")
+            for xi, r in zip(x, sub.itertuples()):
+                if 0 < r.n_items < r.n_reps:  # some replications had no delta: say how many did
+                    ax.text(xi + 0.05, r.estimate, f"{r.n_items}/{r.n_reps}\nvalid", fontsize=5, va="center",
+                            color=f"C{k}")
+        ax.axhline(confidence, color="0.4", ls="--", lw=0.8, label=f"nominal {confidence:.0%}")
+        ax.set_xticks(range(len(panels)), [f"{p}\n(n = {int(cov.loc[cov.panel == p, 'n_reps'].iloc[0])} reps)"
+                                           for p in panels])
+        ax.set_ylabel("share of CIs covering Δ = 0")
+        lo = float(np.nanmin(cov["ci_low"])) if cov["ci_low"].notna().any() else 0.5
+        ax.set_ylim(min(lo, 0.8) - 0.05, 1.0)
+        ax.legend(frameon=False, ncol=2, loc="lower left")
+        ax.set_title(title or "Equal-noise judges: does the design call them equal?")
+    return fig

@@ -1,3 +1,83 @@
-"""Plots of generate results (filled in by the move of plots out of the analysis modules)."""
+"""Plots of generation results: SRefine critique totals by round, grounded judge-score quality, the
+correct-letter shares of generated MCQs and cloze accuracy. Each takes the table the generate layer
+returns and ``ax=None`` and returns the Figure."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .figures import figure
+
+__all__ = ["plot_rounds", "plot_quality", "plot_grounded_letter_balance", "plot_cloze_accuracy"]
+
+
+def _axes(ax):
+    """(figure, axes): the given axes and their figure, else a new single-column figure."""
+    if ax is None:
+        return figure()
+    return ax.figure, ax
+
+
+def plot_rounds(generations: pd.DataFrame, *, ax=None):
+    """Total critique score by round, one line per item; the selected round is ringed and the stopping
+    threshold (the ``threshold`` column of ``SRefineResult.generations``) dashed."""
+    fig, ax = _axes(ax)
+    g = generations
+    for it, d in g.groupby("item", sort=True):
+        d = d.sort_values("round")
+        ax.plot(d["round"], d["total"], marker="o", lw=1, label=str(it))
+        b = d[d["best"]]
+        ax.scatter(b["round"], b["total"], s=80, facecolors="none", edgecolors="k", zorder=3)
+    thr = g["threshold"].dropna().unique() if "threshold" in g.columns else []
+    if len(thr) == 1:
+        ax.axhline(float(thr[0]), ls="--", lw=0.8, color="grey")
+    ax.set_xlabel("round (1 = INIT)")
+    ax.set_ylabel("total critique score (mean of components)")
+    ax.set_xticks(sorted(g["round"].unique()))
+    if g["item"].nunique() <= 8:
+        ax.legend(fontsize=6, frameon=False)
+    return fig
+
+
+def plot_quality(summary: pd.DataFrame, *, fmt: str = "mcq", ax=None):
+    """Mean judge score (``estimate`` with its CI) per generator and criterion, one format (dot plot)."""
+    fig, ax = _axes(ax)
+    d = summary[summary["format"] == fmt] if "format" in summary.columns else summary
+    crits = sorted(d["criterion"].unique())
+    gens = sorted(d["generator"].unique())
+    for k, c in enumerate(crits):
+        dc = d[d["criterion"] == c].set_index("generator").reindex(gens)
+        y = np.arange(len(gens)) + (k - len(crits) / 2) * 0.15
+        ax.errorbar(dc["estimate"], y, xerr=[dc["estimate"] - dc["ci_low"], dc["ci_high"] - dc["estimate"]],
+                    fmt="o", ms=3, lw=0.8, label=c)
+    ax.set_yticks(np.arange(len(gens)))
+    ax.set_yticklabels(gens)
+    ax.set_xlabel(f"mean judge score (1-10), {fmt}, 95% CI")
+    ax.legend(fontsize=6, frameon=False)
+    return fig
+
+
+def plot_grounded_letter_balance(balance: pd.DataFrame, *, by: str = "generator", ax=None):
+    """Stacked share of the correct letter (``estimate`` of a letter-balance table) per group, with
+    quarter lines (uniform A-D puts 25% on each letter)."""
+    fig, ax = _axes(ax)
+    w = balance.pivot_table(index=by, columns="letter", values="estimate", fill_value=0)
+    left = np.zeros(len(w))
+    for L in w.columns:
+        ax.barh(w.index, w[L], left=left, label=L)
+        left += w[L].to_numpy()
+    for x in (0.25, 0.5, 0.75):
+        ax.axvline(x, ls=":", lw=0.6, color="grey")
+    ax.set_xlabel("share of items keyed to each letter")
+    ax.legend(ncol=4, fontsize=6, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    return fig
+
+
+def plot_cloze_accuracy(acc: pd.DataFrame, *, x: str = "match", ax=None):
+    """Cloze accuracy (``estimate`` with its CI) per value of ``x`` as bars, n and CI method in the label."""
+    fig, ax = _axes(ax)
+    est = acc["estimate"]
+    ax.bar(acc[x], est, yerr=[est - acc["ci_low"], acc["ci_high"] - est])
+    ax.set_ylabel(f"cloze accuracy (n = {int(acc['n_items'].iloc[0])}, {acc['ci_method'].iloc[0]} CI)")
+    return fig

@@ -1,3 +1,66 @@
-"""Plots of overview results (filled in by the move of plots out of the analysis modules)."""
+"""Plots of overview results (:mod:`medeval_kit.overview` tables): label shares per group and mean
+judge scores per group and criterion. Each takes the table and ``ax=None`` and returns the Figure."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from medeval_kit.viz.figures import DOUBLE_COLUMN, figure, paper_style
+
+__all__ = ["plot_label_distribution", "plot_score_distribution"]
+
+
+def plot_label_distribution(dist: pd.DataFrame, *, group: str = "rater", label: str = "label", title: str = "",
+                            ax=None):
+    """Horizontal stacked bars of label shares per group (``overview.label_distribution``), n in each label."""
+    with paper_style():
+        wide = dist.pivot_table(index=group, columns=label, values="share", fill_value=0.0, sort=False)
+        n = dist.groupby(group, sort=False)["n_group"].first()
+        fig, ax = figure("single", aspect=0.2 + 0.12 * len(wide)) if ax is None else (ax.figure, ax)
+        left = np.zeros(len(wide))
+        for col in wide.columns:
+            ax.barh([f"{g} (n={n[g]})" for g in wide.index], wide[col], left=left, label=str(col))
+            left += wide[col].to_numpy()
+        ax.set_xlim(0, 1)
+        ax.set_xlabel("share of labels")
+        ax.legend(ncols=min(4, len(wide.columns)), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+        if title:
+            ax.set_title(title, pad=18)
+    return fig
+
+
+def plot_score_distribution(means: pd.DataFrame, *, by: str = "generator", criterion: str = "criterion",
+                            ax=None):
+    """Mean judge score (CI bars) per ``by`` group, one panel per criterion (``overview.score_means``).
+
+    Groups are ordered by their mean estimate over criteria. ``ax``: one axes per criterion (any
+    array-like), else a new two-column grid.
+    """
+    crits = sorted(means[criterion].astype(str).unique())
+    order = means.groupby(by)["estimate"].mean().sort_values().index
+    with paper_style():
+        if ax is None:
+            rows = int(np.ceil(len(crits) / 2))
+            fig, axes = plt.subplots(rows, 2, figsize=(DOUBLE_COLUMN, DOUBLE_COLUMN / 3 * rows), sharex=True,
+                                     sharey=True, squeeze=False)
+            for extra in axes.ravel()[len(crits):]:
+                extra.set_visible(False)
+        else:
+            axes = np.asarray(ax, dtype=object)
+            fig = axes.ravel()[0].figure
+        for a, c in zip(axes.ravel(), crits):
+            d = means[means[criterion].astype(str) == c].set_index(by).reindex(order)
+            est = d["estimate"].to_numpy(float)
+            err = np.abs(np.vstack([est - d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float) - est]))
+            a.errorbar(est, np.arange(len(order)), xerr=err, fmt="o", ms=3, lw=1)
+            a.set_yticks(np.arange(len(order)))
+            a.set_yticklabels([str(g) for g in order])
+            a.set_ylim(len(order) - 0.5, -0.5)  # first group on top, as a categorical axis reads
+            a.set_title(c)
+            a.set_xlabel("judge score (1-10)")
+            if ax is None:
+                a.label_outer()  # x labels on the bottom row, y labels on the left column
+        fig.tight_layout()
+    return fig

@@ -1,3 +1,101 @@
-"""Plots of rounds results (filled in by the move of plots out of the analysis modules)."""
+"""Plots of round-wise results (:mod:`medeval_kit.rounds`): round means with their n, per-component
+trajectories, stop/best round shares, and fitted curves beside observed points."""
 
-__all__: list[str] = []
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .figures import figure
+
+__all__ = ["plot_round_means", "plot_component_trajectories", "plot_stop_best", "plot_curve_fits"]
+
+_IMPUTATION_STYLE = {"available": ("o", "-", "available-only"), "locf": ("s", "--", "last value carried forward")}
+_IMPUTATION_OFFSET = {"available": -0.06, "locf": 0.06}
+_LINE_STYLES = ("-", "--", ":", "-.")
+
+
+def _axes(ax):
+    """Return (fig, ax): the given axes' figure, or a new single-column figure."""
+    if ax is None:
+        return figure("single")
+    return ax.figure, ax
+
+
+def _finish(ax, *, xticks, xlabel: str, ylabel: str, title: str | None, **legend) -> None:
+    """Set ticks, labels, the optional title and a frameless legend."""
+    ax.set_xticks(xticks)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(frameon=False, **legend)
+
+
+def plot_round_means(means: pd.DataFrame, *, ax=None, title: str | None = None, ylabel: str = "mean total score"):
+    """Plot :func:`~medeval_kit.rounds.round_means` output: available-only vs LOCF means with CIs and n per round."""
+    fig, ax = _axes(ax)
+    for i, (m, g) in enumerate(means.groupby("imputation", sort=False)):
+        g = g.sort_values("round")
+        mk, ls, lab = _IMPUTATION_STYLE.get(m, ("o", "-", m))
+        x = g["round"].to_numpy(float) + _IMPUTATION_OFFSET.get(m, 0)
+        yerr = np.vstack([g["estimate"] - g["ci_low"], g["ci_high"] - g["estimate"]])
+        yerr = np.where(np.isnan(yerr), 0, yerr)
+        ax.errorbar(x, g["estimate"], yerr=yerr, marker=mk, ls=ls, capsize=2, label=lab, color=f"C{i}")
+        for xi, yi, n in zip(x, g["estimate"], g["n_items"]):
+            if pd.notna(yi):
+                ax.annotate(f"n={n}", (xi, yi), textcoords="offset points",
+                            xytext=(-5, 5) if m == "available" else (5, -8),
+                            ha="right" if m == "available" else "left", fontsize=6, color=f"C{i}")
+    _finish(ax, xticks=sorted(means["round"].unique()), xlabel="round (1 = initial draft)", ylabel=ylabel,
+            title=title)
+    return fig
+
+
+def plot_component_trajectories(traj: pd.DataFrame, *, imputation: str = "available", ax=None,
+                                title: str | None = None):
+    """Plot per-component round means (:func:`~medeval_kit.rounds.round_means` with ``by="component"``)."""
+    fig, ax = _axes(ax)
+    d = traj[traj["imputation"] == imputation]
+    for i, (comp, g) in enumerate(d.groupby("component", sort=True)):
+        g = g.sort_values("round")
+        ax.plot(g["round"], g["estimate"], marker="o", label=comp, color=f"C{i}")
+        ax.fill_between(g["round"], g["ci_low"], g["ci_high"], alpha=0.15, color=f"C{i}", lw=0)
+    _finish(ax, xticks=sorted(d["round"].unique()), xlabel="round (1 = initial draft)",
+            ylabel=f"mean normalised score ({imputation})", title=title, ncol=2)
+    return fig
+
+
+def plot_stop_best(dist: pd.DataFrame, *, ax=None, title: str | None = None):
+    """Grouped bars of the stop-round and best-round shares (:func:`~medeval_kit.rounds.stop_best_distribution`),
+    pooled over groups, each bar labelled with its count."""
+    fig, ax = _axes(ax)
+    width = 0.38
+    for i, (kind, g) in enumerate(dist.groupby("kind", sort=False)):
+        g = g.groupby("round", as_index=False).agg(n_at_round=("n_at_round", "sum"), n_items=("n_items", "sum"))
+        share = g["n_at_round"] / g["n_items"].replace(0, np.nan)
+        x = g["round"].to_numpy(float) + (i - 0.5) * width
+        ax.bar(x, share, width=width, label=kind.replace("_", " "), color=f"C{i}")
+        for xi, si, n in zip(x, share, g["n_at_round"]):
+            if pd.notna(si):
+                ax.annotate(str(n), (xi, si), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=6)
+    _finish(ax, xticks=sorted(dist["round"].unique()), xlabel="round", ylabel="share of items", title=title)
+    return fig
+
+
+def plot_curve_fits(curves: pd.DataFrame, *, x: str = "t", points: pd.DataFrame | None = None,
+                    points_label: str = "observed", claims: pd.DataFrame | None = None, ax=None,
+                    xlabel: str = "t", ylabel: str = "y", claim_color: str = "C3"):
+    """Plot each column of ``curves`` (besides ``x``) as a line (solid, then dashed ...), ``points``
+    (columns ``x`` and ``y``) as black dots and ``claims`` (``x``, ``y``, ``label``) as crosses."""
+    fig, ax = _axes(ax)
+    for i, col in enumerate(c for c in curves.columns if c != x):
+        ax.plot(curves[x], curves[col], ls=_LINE_STYLES[i % len(_LINE_STYLES)], label=col, color=f"C{i}")
+    if points is not None:
+        ax.scatter(points[x], points["y"], color="k", zorder=3, label=points_label)
+    for claim in ([] if claims is None else claims.to_dict("records")):
+        ax.scatter([claim[x]], [claim["y"]], marker="x", color=claim_color, zorder=3, label=claim["label"])
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.legend(frameon=False)
+    return fig

@@ -3,7 +3,7 @@
 f(t) = a / (1 + e^(-bt - c))^3 with the printed a = 0.5274 (= 1 x 0.9 x 0.586), b = 0.453,
 c = 2.83, checked against Table 3's Acc_triple at t = 0, 1, 2 and the claimed 52.21 % at t = 6.
 The curve and its fit are the generic :func:`medeval_kit.rounds.introspection_curve` and
-:func:`medeval_kit.rounds.fit_introspection_curve`.
+:func:`medeval_kit.rounds.fit_introspection_curve`; the plot is :func:`medeval_kit.viz.plot_curve_fits`.
 """
 
 from __future__ import annotations
@@ -97,22 +97,13 @@ def rows() -> list[Published]:
 
 def plot_curve(*, ax=None, t_max: float = 10):
     """f(t) with the printed constants and the refit, Table 3's points and the claimed value at t = 6."""
-    from medeval_kit.viz import figure
+    from medeval_kit.viz import plot_curve_fits
 
-    if ax is None:
-        fig, ax = figure("single")
-    else:
-        fig = ax.figure
-    p = paper()
     tt = np.linspace(0, t_max, 200)
-    refit = fit(("a", "b", "c"))
+    curves = pd.DataFrame({"t": tt, "published constants": curve(tt) * 100,
+                           "refit a, b, c to Table 3": fit(("a", "b", "c")).predict(tt) * 100})
     t, acc = observed()
-    ax.plot(tt, curve(tt) * 100, label="published constants", color="C0")
-    ax.plot(tt, refit.predict(tt) * 100, ls="--", label="refit a, b, c to Table 3", color="C1")
-    ax.scatter(t, acc, color="k", zorder=3, label="Table 3 observed")
-    claimed = p.number("appf.t6").value
-    ax.scatter([6], [float(claimed)], marker="x", color="C3", zorder=3, label=f"claimed {claimed} at t=6")
-    ax.set_xlabel("introspection iteration t")
-    ax.set_ylabel("Acc$_{triple}$ (%)")
-    ax.legend(frameon=False)
-    return fig
+    claimed = paper().number("appf.t6").value
+    claims = pd.DataFrame([{"t": 6, "y": float(claimed), "label": f"claimed {claimed} at t=6"}])
+    return plot_curve_fits(curves, points=pd.DataFrame({"t": t, "y": acc}), points_label="Table 3 observed",
+                           claims=claims, ax=ax, xlabel="introspection iteration t", ylabel="Acc$_{triple}$ (%)")

@@ -1,16 +1,19 @@
 """Grounded generative evaluations (Majurski & Matuszek, 2025): Spearman identities and the MMLU-Pro replication.
 
 Every printed Spearman value is checked through the no-ties identity with an integer sum of squared
-rank differences (:func:`medeval_kit.generate.grounded.spearman_identity_check`); the Sec. 5.9
-MMLU-Pro replication (Pearson 0.86, Spearman 0.91) against the plausible aggregations of the bundled
-results file (:func:`medeval_kit.generate.grounded.mmlu_pro_aggregations`).
+rank differences (:func:`medeval_kit.generate.spearman_identity_check`); the Sec. 5.9 MMLU-Pro
+replication (Pearson 0.86, Spearman 0.91) against the plausible aggregations of the bundled results
+file (:func:`aggregations`).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from medeval_kit.repro.published import Published, load_paper, rounds_to
+from medeval_kit.results import result_frame, result_row
 
 PAPER = "grounded-synth-2025"
 TABLE3 = ("table3.spearman.ensemble-mc", "table3.spearman.ensemble-oe", "table3.spearman.llama-4-maverick-mc",
@@ -18,12 +21,19 @@ TABLE3 = ("table3.spearman.ensemble-mc", "table3.spearman.ensemble-oe", "table3.
           "table3.spearman.gemma-3-27b-it-oe")
 
 
+#: models of the bundled replication that the paper's Table 2 does not list (evaluated later)
+LATER_MODELS = {"gpt-oss": ["openai/gpt-oss-120b", "openai/gpt-oss-20b"],
+                "qwen3": ["Qwen/Qwen3-1.7B", "Qwen/Qwen3-4B-Instruct-2507"], "gemma-3-1b": ["google/gemma-3-1b-it"]}
+CORRELATIONS = (("pearson", sps.pearsonr), ("spearman", sps.spearmanr))
+
+
 def paper():
+    """The paper's data file."""
     return load_paper(PAPER)
 
 
 def _identity(ids) -> pd.DataFrame:
-    from medeval_kit.generate.grounded import spearman_identity_check
+    from medeval_kit.generate import spearman_identity_check
 
     p = paper()
     n_of = p.input("spearman_n")
@@ -46,18 +56,75 @@ def spearman_identity() -> pd.DataFrame:
                                                    "rho_identity", "rho_scipy", "matches_4dp"]]
 
 
+def model_subsets(models) -> dict[str, list[str]]:
+    """The model subsets tried: all evaluated models, the paper's Table 2 models, and leave-outs of the later ones."""
+    allm = sorted(models)
+    later = LATER_MODELS
+    return {"all 16 evaluated models": allm,
+            "without gpt-oss": [m for m in allm if m not in later["gpt-oss"]],
+            "without Qwen3": [m for m in allm if m not in later["qwen3"]],
+            "without gemma-3-1b": [m for m in allm if m not in later["gemma-3-1b"]],
+            "without gpt-oss and Qwen3": [m for m in allm if m not in later["gpt-oss"] + later["qwen3"]],
+            "Table 2 models only (11)": [m for m in allm if m not in sum(later.values(), [])]}
+
+
+def _wide(t: pd.DataFrame) -> pd.DataFrame:
+    """Columns ``novel`` (True/False) renamed to ``orig``/``novel``."""
+    t.columns = ["orig" if not c else "novel" for c in t.columns]
+    return t
+
+
+def _points(d: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Original vs novel accuracy per aggregation: every (model, subject) point, per-model macro mean,
+    per-model micro (pooled over questions)."""
+    w = _wide(d.pivot_table(index=["eval_model", "subject"], columns="novel", values="eval_accuracy").dropna())
+    k = d.assign(k=d["eval_accuracy"] * d["n_questions"]).groupby(["eval_model", "novel"])[["k", "n_questions"]].sum()
+    return {"pairs": w, "macro": w.groupby("eval_model").mean(),
+            "micro": _wide((k["k"] / k["n_questions"]).unstack()).dropna()}
+
+
+def aggregations(df: pd.DataFrame, subsets: dict | None = None) -> pd.DataFrame:
+    """Pearson and Spearman of original vs novel accuracy under every plausible aggregation, per model subset.
+
+    Aggregations: ``pairs`` (every (model, subject) point), ``macro`` (per-model unweighted mean over
+    the subjects), ``micro`` (per-model accuracy pooled over questions; n questions per cell recovered
+    as (std/stderr)^2 + 1), ``subject_mean`` / ``subject_median`` (of the per-subject correlations).
+    One row per (subset, aggregation, statistic): ``estimate``, ``n_items`` (points), ``n_models``.
+    """
+    df = df.copy()
+    df["n_questions"] = ((df["std eval_accuracy"] / df["stderr eval_accuracy"]) ** 2 + 1).round()
+    subsets = model_subsets(df["eval_model"].unique()) if subsets is None else subsets
+    rows = []
+    for sname, models in subsets.items():
+        d = df[df["eval_model"].isin(models)]
+        key = {"subset": sname, "n_models": len(models)}
+        points = _points(d)
+        for agg, pts in points.items():
+            for stat, fn in CORRELATIONS:
+                rows.append(result_row(float(fn(pts["orig"], pts["novel"])[0]), n_items=len(pts), **key,
+                                       aggregation=agg, statistic=stat))
+        per_subject = points["pairs"].groupby("subject")
+        per = {stat: [float(fn(g["orig"], g["novel"])[0]) for _, g in per_subject] for stat, fn in CORRELATIONS}
+        for agg, f in (("subject_mean", np.mean), ("subject_median", np.median)):
+            for stat, _ in CORRELATIONS:
+                rows.append(result_row(float(f(per[stat])), n_items=len(per[stat]), **key, aggregation=agg,
+                                       statistic=stat))
+    out = result_frame(rows, keys=["subset", "aggregation", "statistic"])
+    return out[[c for c in out.columns if c != "n_models"] + ["n_models"]]
+
+
 def mmlu_pro_aggregations(mmlu_results: pd.DataFrame | None = None) -> pd.DataFrame:
     """The MMLU-Pro aggregations beside the printed 0.86 / 0.91, with whether each rounds to it.
 
     ``mmlu_results``: the replication's results table (default: the bundled one).
     """
-    from medeval_kit.generate.grounded import mmlu_pro_aggregations as aggregations
+    from medeval_kit.datasets import load_mmlu_pro_replication
 
     p = paper()
     printed = {stat: p.number(nid) for nid, stat in p.input("mmlu_pro").items()}
-    agg = aggregations(mmlu_results)
+    agg = aggregations(load_mmlu_pro_replication() if mmlu_results is None else mmlu_results)
     agg["published"] = [float(printed[s].value) for s in agg["statistic"]]
-    agg["rounds_to_published"] = [rounds_to(printed[s].value, v) for s, v in zip(agg["statistic"], agg["value"])]
+    agg["rounds_to_published"] = [rounds_to(printed[s].value, v) for s, v in zip(agg["statistic"], agg["estimate"])]
     return agg
 
 
@@ -71,7 +138,7 @@ def rows(mmlu_results: pd.DataFrame | None = None) -> list[Published]:
                            note=f"n = {r.n}, sum d^2 = {r.sum_d2}: identity 1-6*sum_d2/(n(n^2-1)); scipy on "
                                 f"constructed ranks gives {r.rho_scipy:.4f}{inferred}"))
     agg = mmlu_pro_aggregations(mmlu_results)
-    v = agg.set_index(["subset", "aggregation", "statistic"])["value"]
+    v = agg.set_index(["subset", "aggregation", "statistic"])["estimate"]
     pub = {stat: p.value(nid) for nid, stat in p.input("mmlu_pro").items()}
     combos = [("pairs", "macro")] + [(a, a) for a in ("macro", "micro", "subject_mean", "subject_median")]
     tries = []
@@ -91,11 +158,11 @@ def rows(mmlu_results: pd.DataFrame | None = None) -> list[Published]:
                "16 eval models incl. gpt-oss/Qwen3 not in the paper's Table 2) is likely not the paper's run")
         single = agg[agg["rounds_to_published"]]
         if len(single):
-            hits = "; ".join(f"{r.statistic} {r.aggregation} '{r.subset}' = {r.value:.3f}" for r in single.itertuples())
+            hits = "; ".join(f"{r.statistic} {r.aggregation} '{r.subset}' = {r.estimate:.3f}" for r in single.itertuples())
             why += f"; single-statistic coincidences (other statistic off): {hits}"
     out.append(p.check(ids["pearson"], pv, why=why, note=note))
     out.append(p.check(ids["spearman"], sv, why=why, note=note))
-    base = agg[agg["subset"] == "all 16 evaluated models"].set_index(["aggregation", "statistic"])["value"]
+    base = agg[agg["subset"] == "all 16 evaluated models"].set_index(["aggregation", "statistic"])["estimate"]
     for nid, rec in p.input("mmlu_pro_notes").items():
         out.append(p.check(nid, base[(rec["aggregation"], rec["statistic"])]))
     return out

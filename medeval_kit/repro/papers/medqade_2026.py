@@ -10,6 +10,17 @@ from medeval_kit.repro.published import Published, load_paper
 
 PAPER = "medqade-2026"
 
+FIG8_SIMULATION = {
+    "models": ("gemini-2.5-flash", "gpt-5-nano", "gemma-3-27b", "gemma-3-4b", "qwen3-4b"),
+    "raters": ("gemini-2.5-flash", "gpt-5-nano", "gemma-3-27b", "gemma-3-4b", "qwen3-4b",
+               "gemini-3-flash", "gemini-2.5-flash-lite", "gpt-5.4-nano", "gpt-5.4-mini"),
+    "effects": {("gemma-3-4b", "gemma-3-4b"): 0.16, ("qwen3-4b", "qwen3-4b"): -0.04,
+                ("gemma-3-4b", "gemma-3-27b"): 0.115},
+}
+"""MedQADE-shaped settings of :func:`medeval_kit.bias.simulate_self_preference`: the paper's students and
+annotators, and planted effects with Fig. 8's signs (gemma-3-4b self +0.16, qwen3-4b self -0.04,
+gemma-3-4b -> gemma-3-27b +0.115)."""
+
 
 def printed_rows() -> list[Published]:
     """PABAK = 2 PA - 1, the 36 rater pairs, the 256 ensembles, Fig. 6's delta kappa and the ceiling."""

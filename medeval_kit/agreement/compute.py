@@ -1,0 +1,194 @@
+""":func:`agreement` computes any registered coefficient by name; one public function per coefficient reads
+the registry (``agreement.cohen_kappa`` ...), plus :func:`icc` and :func:`fleiss_kappa_by_category`."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from medeval_kit.agreement import registry
+from medeval_kit.agreement.coefficients import category_kappa_stats
+from medeval_kit.agreement.data import AgreementError, Data, count_matrix, prepare
+from medeval_kit.agreement.engine import Stat
+from medeval_kit.agreement.forms import label_stat
+from medeval_kit.agreement.icc import icc_forms, icc_stat
+from medeval_kit.agreement.registry import Coefficient, Options
+from medeval_kit.agreement.result import AgreementResult, finish
+from medeval_kit.agreement.weights import check_marginals, check_weight_basis, is_unweighted, weights_for
+
+__all__ = ["agreement", "build", "effective_weights", "public_function", "icc", "fleiss_kappa_by_category"]
+
+
+def effective_weights(coef: Coefficient, weights):
+    """The weights a coefficient uses: ``weights``, or its default (AC2: quadratic) when none are given."""
+    return coef.default_weights if is_unweighted(weights) and coef.default_weights else weights
+
+
+def build(coef: Coefficient | str, data: Data, *, weights=None, weight_basis: str = "auto",
+          fleiss_marginals: str = "per_item") -> tuple[Stat, str]:
+    """Statistic of ``coef`` on all raters of ``data``; returns (stat, note)."""
+    coef = registry.get(coef) if isinstance(coef, str) else coef
+    check_marginals(fleiss_marginals)
+    w, wnote = (None, "")
+    if coef.weighted:
+        w, wnote = weights_for(data, effective_weights(coef, weights), weight_basis)
+    if coef.family == "labels":
+        return label_stat(coef, data, w, wnote, fleiss_marginals)
+    if coef.family == "icc":
+        return icc_stat(coef, data)
+    st, note = coef.fn(data, Options(w, fleiss_marginals))
+    return st, "; ".join(n for n in (note, wnote) if n)
+
+
+def _level(coef: Coefficient, weights) -> str:
+    """Measurement level when the caller gives none: linear/quadratic weights need ordered labels."""
+    w = effective_weights(coef, weights)
+    ordered = isinstance(w, str) and not is_unweighted(w)  # a matrix carries its own structure
+    if coef.level != "nominal":
+        return coef.level
+    return "ordinal" if ordered and coef.weighted else "nominal"
+
+
+def _result_name(coef: Coefficient, weights) -> str:
+    w = effective_weights(coef, weights)
+    if not coef.weighted or is_unweighted(w):
+        return coef.name
+    return f"{coef.name}_{w}" if isinstance(w, str) else f"{coef.name}_custom"
+
+
+def agreement(
+    df: pd.DataFrame,
+    metric: str = "cohen_kappa",
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    raters: Sequence | None = None,
+    categories: Sequence | None = None,
+    level: str | None = None,
+    weights: str | np.ndarray | None = None,
+    weight_basis: str = "auto",
+    fleiss_marginals: str = "per_item",
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    ci_method: str = "percentile",
+    seed: int = 0,
+    source: str | None = None,
+) -> AgreementResult:
+    """Compute ``metric`` (any registered coefficient, :data:`METRICS`) on a long annotations table, with a CI.
+
+    Two raters give the two-rater form; more give the many-rater form (Light's mean pairwise
+    kappa for ``cohen_kappa``; Fleiss for ``scott_pi``). ``accuracy``/``macro_f1`` treat the first
+    of ``raters`` as the reference. ``categories`` declares the labels (in order for ordinal data).
+    CIs resample items.
+
+    ``weights`` (chance-corrected coefficients, percent agreement): None, ``"linear"``,
+    ``"quadratic"`` or a K x K agreement-weight matrix in ``categories`` order (symmetric, 1 on the
+    diagonal, entries in [0, 1]). ``weight_basis`` says what linear/quadratic distances measure:
+    ``"values"`` uses the category values (irrCAC, and Krippendorff's interval alpha),
+    ``"positions"`` the ranks 0..K-1 (sklearn's ``cohen_kappa_score``), and ``"auto"`` (default)
+    the values when every label is a number, else positions. The two agree on evenly spaced
+    scores such as 1..5; on a scale like (1, 2, 5) values give 1 -> 2 more credit than 2 -> 5.
+    The default follows the labels' own meaning; pass ``"positions"`` for arbitrary numeric codes.
+
+    ``fleiss_marginals`` (Fleiss' kappa, many-rater Scott's pi): ``"per_item"`` (default) takes
+    the chance term from per-item category shares averaged over items, as Gwet (2014) and R's
+    irrCAC do; ``"pooled"`` pools category counts over items with two or more labels. They differ
+    only when items carry different numbers of labels.
+
+    >>> import pandas as pd
+    >>> a = pd.DataFrame({"item": list("112233"), "rater": ["x", "y"] * 3, "label": list("AAABBB")})
+    >>> agreement(a, "percent_agreement", n_boot=0).estimate
+    0.6666666666666666
+    """
+    coef = registry.get(metric)
+    check_weight_basis(weight_basis)
+    check_marginals(fleiss_marginals)
+    level = level or _level(coef, weights)
+    data = prepare(df, item=item, rater=rater, label=label, raters=raters, categories=categories, level=level,
+                   source=source)
+    st, note = build(coef, data, weights=weights, weight_basis=weight_basis, fleiss_marginals=fleiss_marginals)
+    return finish(_result_name(coef, weights), st, n_raters=len(data.raters), n_missing=data.n_missing,
+                  raters=data.raters, level=level, n_boot=n_boot, confidence=confidence, ci_method=ci_method,
+                  seed=seed, note=note, n_failed=st.F.shape[0] - st.n_items if coef.family == "icc" else 0)
+
+
+@functools.cache
+def _public(name: str) -> Callable[..., AgreementResult]:
+    def f(df, *, item="item", rater="rater", label="label", raters=None, categories=None, level=None,
+          weights=None, weight_basis="auto", fleiss_marginals="per_item", n_boot=1000, confidence=0.95,
+          ci_method="percentile", seed=0, source=None):
+        return agreement(df, name, item=item, rater=rater, label=label, raters=raters, categories=categories,
+                         level=level, weights=weights, weight_basis=weight_basis, fleiss_marginals=fleiss_marginals,
+                         n_boot=n_boot, confidence=confidence, ci_method=ci_method, seed=seed, source=source)
+
+    f.__name__ = f.__qualname__ = name
+    f.__module__ = "medeval_kit.agreement"
+    f.__doc__ = (registry.get(name).fn.__doc__ or "").rstrip() + (
+        "\n\nSame keywords as :func:`agreement`; returns an :class:`AgreementResult`.")
+    return f
+
+
+def public_function(name: str) -> Callable[..., AgreementResult]:
+    """``agreement.<name>(df, ...)``: :func:`agreement` with ``metric=name`` for a registered coefficient."""
+    registry.get(name)
+    return _public(name)
+
+
+def icc(df, *, form="icc2", item="item", rater="rater", label="label", raters=None, n_boot=1000,
+        confidence=0.95, ci_method="analytic", seed=0) -> AgreementResult:
+    """Intraclass correlation in the Shrout & Fleiss (1979) forms.
+
+    ``form``: ``icc1`` (one-way random), ``icc2`` (two-way random, absolute agreement),
+    ``icc3`` (two-way mixed, consistency), and their average-measure versions ``icc1k``,
+    ``icc2k``, ``icc3k``. Analytic F intervals by default; items missing a rater are dropped
+    (counted in ``n_failed``).
+    """
+    if form not in icc_forms():
+        raise AgreementError(f"form must be one of {tuple(icc_forms())}; not {form!r}")
+    return agreement(df, form, item=item, rater=rater, label=label, raters=raters, level="interval",
+                     n_boot=n_boot, confidence=confidence, ci_method=ci_method, seed=seed)
+
+
+def fleiss_kappa_by_category(
+    df: pd.DataFrame,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    raters: Sequence | None = None,
+    categories: Sequence | None = None,
+    fleiss_marginals: str = "per_item",
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    ci_method: str = "percentile",
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Fleiss' (1971) kappa_j for each category: category + the result contract columns.
+
+    kappa_j is Fleiss' kappa of the labels collapsed to "j" versus "not j" (Fleiss 1971, his
+    kappa_j); with unequal labels per item the share p_j follows ``fleiss_marginals`` as in
+    :func:`fleiss_kappa`. A category nobody used, or the only one used, gives NaN with a note.
+    All categories share one set of item resamples (seeded), so their CIs are paired.
+    """
+    data = prepare(df, item=item, rater=rater, label=label, raters=raters, categories=categories)
+    if len(data.raters) < 2:
+        raise AgreementError(f"fleiss_kappa_by_category needs at least two raters; got {data.raters}")
+    stats = category_kappa_stats(data.codes, data.K, fleiss_marginals)
+    used = count_matrix(data.codes, data.K).sum(0)
+    frames = []
+    for cat, st, n_used in zip(data.categories, stats, used):
+        note = ""
+        if n_used == 0:
+            note = f"category {cat!r} never used: kappa_j undefined"
+        elif n_used == used.sum():
+            note = f"category {cat!r} is the only one used: kappa_j undefined"
+        res = finish("fleiss_kappa_j", st, n_raters=len(data.raters), n_missing=data.n_missing, raters=data.raters,
+                     level="nominal", n_boot=n_boot, confidence=confidence, ci_method=ci_method, seed=seed, note=note)
+        frames.append(res.to_frame().drop(columns=["metric", "n_raters", "n_missing", "raters", "level"])
+                      .assign(category=cat))
+    cols = ["category", "estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed", "note"]
+    return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)

@@ -1,0 +1,219 @@
+"""Reading and checking bias inputs: judgments files, the two-order pairwise table, and adapters from
+pairwise annotations to judgments-like and per-response score tables."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from medeval_kit.bias._common import rows_of
+from medeval_kit.errors import DataFileError, SchemaError
+from medeval_kit.pairwise import SLOT_LABELS
+
+__all__ = ["read_judgments", "check_pairwise", "pairwise_from_annotations", "pairwise_to_response_scores"]
+
+_TABLE = "judgments"
+
+
+def read_judgments(path: str | Path, *, text_columns: Collection[str] = ()) -> pd.DataFrame:
+    """Read a judgments file (CSV, TSV, JSONL, JSON array or Parquet); errors name the file and line.
+
+    ``text_columns`` (e.g. the verdict column) are read from CSV/TSV as written, without pandas' NA
+    guessing: only an empty cell is missing, so a judge's literal ``NA`` or ``None`` token stays text.
+    """
+    from medeval_kit.datasets._io import read_table
+
+    try:
+        df = read_table(path)
+        cols = [c for c in dict.fromkeys(text_columns) if c in df.columns]
+        suffix = Path(path).suffix.lower()
+        if cols and suffix in (".csv", ".tsv", ".txt"):
+            raw = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", usecols=cols, dtype=str,
+                              keep_default_na=False, na_values=[""])
+            for c in cols:
+                df[c] = raw[c].astype(object).where(raw[c].notna(), None).to_numpy()
+        return df
+    except DataFileError:
+        raise
+    except Exception as exc:  # e.g. pyarrow errors on a corrupt parquet file
+        raise DataFileError(f"{path}: cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def _check_columns(df: pd.DataFrame, names: Sequence[str], judge: str | None, criterion: str | None,
+                   source: str | None) -> None:
+    """Raise when a needed column is missing or the table is empty."""
+    missing = [c for c in names if c not in df.columns]
+    # judge / criterion may be absent under their default names (one judge, one criterion)
+    missing += [c for c, default in ((judge, "judge"), (criterion, "criterion"))
+                if c and c not in df.columns and c != default]
+    if missing:
+        raise SchemaError(_TABLE, missing[0], [], f"missing column(s) {missing}; present: {list(df.columns)}. "
+                          "Name the right columns (e.g. --item/--order/--verdict)", source)
+    if len(df) == 0:
+        raise SchemaError(_TABLE, None, [], "the table is empty", source)
+
+
+def _check_protocol(d: pd.DataFrame, protocol: str | None, source: str | None) -> None:
+    """Raise unless every row has the one protocol ``pairwise`` (when there is a protocol column)."""
+    if not protocol or protocol not in d.columns:
+        return
+    protos = d[protocol].astype(str)
+    if protos.nunique() > 1:
+        top = "pairwise" if (protos == "pairwise").any() else protos.mode().iloc[0]
+        raise SchemaError(_TABLE, protocol, rows_of(protos != top),
+                          f"the table mixes protocols {sorted(protos.unique())}; position bias needs "
+                          f"one pairwise protocol - filter the rows first", source)
+    if protos.iloc[0] != "pairwise":
+        raise SchemaError(_TABLE, protocol, rows_of(protos != "pairwise"),
+                          f"protocol is {protos.iloc[0]!r}; position bias of two orders needs 'pairwise' "
+                          "(use slot_preference for k-slot protocols)", source)
+
+
+def _check_orders(d: pd.DataFrame, order: str, source: str | None) -> pd.Series:
+    """The upper-case order per row; raise unless there are two orders and every pair has both."""
+    if d[order].isna().any():
+        raise SchemaError(_TABLE, order, rows_of(d[order].isna()), "missing presentation order", source)
+    o = d[order].astype(str).str.strip().str.upper()
+    orders = sorted(o.unique())
+    if len(orders) != 2:
+        what = "only one order" if len(orders) == 1 else f"{len(orders)} orders"
+        top2 = o.value_counts().index[:2]
+        raise SchemaError(_TABLE, order, [] if len(orders) == 1 else rows_of(~o.isin(top2)),
+                          f"{what} {orders} found; position bias needs each pair in exactly two orders "
+                          "(e.g. AB and BA). For k-slot protocols use slot_preference", source)
+    n_orders = o.groupby([d["_judge"], d["_criterion"], d["_item"]]).transform("nunique")
+    bad = n_orders < 2
+    if bad.any():
+        ex = d.loc[bad].iloc[0]
+        raise SchemaError(_TABLE, order, rows_of(bad),
+                          f"order without its swap: {int(bad.sum())} row(s) have no row in the other order "
+                          f"for the same item, judge and criterion (e.g. item {ex['_item']!r}, judge "
+                          f"{ex['_judge']!r}, order {o[bad].iloc[0]!r}). Add the swapped call or drop those rows",
+                          source)
+    return o
+
+
+def _check_slots(d: pd.DataFrame, slot_verdict: str, source: str | None) -> pd.Series:
+    """The lower-case slot verdict per row (None when missing); raise on an unknown verdict."""
+    raw = d[slot_verdict]
+    slot = raw.map(lambda v: None if pd.isna(v) else str(v).strip().lower())
+    bad = slot.notna() & ~slot.isin(SLOT_LABELS)
+    if bad.any():
+        unknown = sorted({str(v) for v in raw[bad]})[:5]
+        hint = ("; this file has a 'slot_verdict' column (--verdict slot_verdict)"
+                if "slot_verdict" in d.columns and slot_verdict != "slot_verdict" else "")
+        raise SchemaError(_TABLE, slot_verdict, rows_of(bad),
+                          f"unknown slot verdict(s) {unknown}; expected presented-slot terms {list(SLOT_LABELS)} "
+                          "(NA for a failed parse). Model-terms verdicts (A/B) must be mapped with "
+                          "pairwise.to_slot(verdict, order) first" + hint, source)
+    return slot
+
+
+def check_pairwise(
+    df: pd.DataFrame,
+    *,
+    item: str = "item",
+    judge: str | None = "judge",
+    criterion: str | None = "criterion",
+    order: str = "order",
+    slot_verdict: str = "slot_verdict",
+    repeat: str | None = "repeat",
+    protocol: str | None = "protocol",
+    source: str | None = None,
+) -> pd.DataFrame:
+    """Check a two-order pairwise judgments table; return it with normalised columns, else raise.
+
+    Errors (:class:`SchemaError`, naming ``source``, the column and the 0-based data rows):
+    a missing column; more than one protocol; a non-pairwise protocol; a number of distinct orders
+    other than two; an (item, judge, criterion) shown in only one order ("order without its swap");
+    an unknown slot verdict; a duplicated (item, judge, criterion, order, repeat).
+    The returned copy has ``_judge``, ``_criterion``, ``_order`` (upper-case str), ``_slot``
+    (lower-case slot verdict or NA) and ``_repeat`` columns. ``judge`` / ``criterion`` of None or
+    "" mean one judge / one criterion.
+    """
+    judge, criterion = judge or None, criterion or None
+    _check_columns(df, (item, order, slot_verdict), judge, criterion, source)
+    d = df.reset_index(drop=True).copy()
+    _check_protocol(d, protocol, source)
+    d["_judge"] = d[judge].astype(str) if judge and judge in d.columns else "judge"
+    d["_criterion"] = d[criterion].astype(str) if criterion and criterion in d.columns else "overall"
+    d["_item"] = d[item].astype(str)
+    d["_order"] = _check_orders(d, order, source)
+    d["_slot"] = _check_slots(d, slot_verdict, source)
+    has_repeat = bool(repeat and repeat in d.columns)
+    d["_repeat"] = d[repeat] if has_repeat else 0
+    dup = d.duplicated(["_judge", "_criterion", "_item", "_order", "_repeat"], keep=False)
+    if dup.any():
+        raise SchemaError(_TABLE, f"{item},{order}" + (f",{repeat}" if has_repeat else ""),
+                          rows_of(dup), "duplicate calls: each item, judge, criterion, order and repeat must "
+                          "occur once (add a repeat column if the calls are repeats)", source)
+    return d
+
+
+def pairwise_from_annotations(
+    annotations: pd.DataFrame,
+    lengths: pd.DataFrame | None = None,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    criterion: str = "criterion",
+    label: str = "label",
+    order: str = "AB",
+    reference_raters: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Turn one-order pairwise ``annotations`` (labels A/B/tie) into a judgments-like frame.
+
+    Columns: ``item, judge, criterion, order, verdict, parse_status`` (``failed`` where the label
+    is NA), joined with ``lengths`` (``item, len_a, len_b``) when given. With ``reference_raters``
+    (e.g. the human annotators) a numeric ``reference_pref`` is added: the majority label of those
+    raters coded +1 (A), -1 (B), 0 (tie or no majority), usable as a quality covariate in
+    :func:`~medeval_kit.bias.length_bias`.
+    """
+    d = pd.DataFrame({
+        "item": annotations[item].astype(str).to_numpy(),
+        "judge": annotations[rater].astype(str).to_numpy(),
+        "criterion": annotations[criterion].astype(str).to_numpy(),
+        "order": order,
+        "verdict": annotations[label].to_numpy(),
+    })
+    d["parse_status"] = np.where(d["verdict"].notna(), "ok", "failed")
+    if reference_raters:
+        ref = d[d["judge"].isin(list(reference_raters)) & d["verdict"].notna()]
+        code = ref["verdict"].map({"A": 1.0, "B": -1.0, "tie": 0.0, "neither": 0.0})
+        maj = ref.assign(_c=code).groupby(["item", "criterion"])["_c"].agg(
+            lambda v: float(v.mode().iloc[0]) if len(v.mode()) == 1 else 0.0)
+        d = d.merge(maj.rename("reference_pref").reset_index(), on=["item", "criterion"], how="left")
+    if lengths is not None:
+        ln = lengths.rename(columns={item: "item"}).assign(item=lambda x: x["item"].astype(str))
+        d = d.merge(ln[["item", "len_a", "len_b"]], on="item", how="left")
+    return d
+
+
+def pairwise_to_response_scores(
+    annotations: pd.DataFrame,
+    responses: pd.DataFrame,
+    *,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    model: str = "model",
+    slot: str = "slot",
+) -> pd.DataFrame:
+    """Per-response scores from pairwise labels, for :func:`~medeval_kit.bias.self_preference`.
+
+    The response in slot A scores 1 when the rater chose A, 0 when it chose B, 0.5 on a tie (and
+    the mirror for slot B); NA labels stay NA. Returns ``item, model, rater, score``. Since all
+    raters judged the same pair, the paired difference against peers keeps the opponent fixed.
+    """
+    slots = responses[[item, model, slot]].astype({item: str})
+    a = slots[slots[slot] == "A"].rename(columns={model: "model_a"}).drop(columns=slot)
+    b = slots[slots[slot] == "B"].rename(columns={model: "model_b"}).drop(columns=slot)
+    d = annotations[[item, rater, label]].astype({item: str}).merge(a, on=item).merge(b, on=item)
+    sa = d[label].map({"A": 1.0, "B": 0.0, "tie": 0.5})
+    return pd.concat([
+        pd.DataFrame({"item": d[item], "model": d["model_a"], "rater": d[rater], "score": sa}),
+        pd.DataFrame({"item": d[item], "model": d["model_b"], "rater": d[rater], "score": 1.0 - sa}),
+    ], ignore_index=True)

@@ -1,0 +1,329 @@
+"""Rubric aspect selection (MCQG-SRefine Table 2): which aspects' summed score difference best
+reproduces a human preference, by greedy prefix, greedy forward or exhaustive search, with K-fold
+cross-validation of the whole search. Cohen's kappa is :mod:`medeval_kit.agreement`'s, evaluated on
+the contingency tables of many candidate subsets at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from medeval_kit.agreement.forms import pair_stat
+from medeval_kit.errors import ParameterError, SchemaError
+from medeval_kit.results import result_frame, result_row
+
+from .engine import JudgeError
+from .registry import check_protocol
+
+__all__ = ["aspect_differences", "select_aspects", "AspectSelection", "SEARCHES", "OBJECTIVES"]
+
+_LAB = {"A": 1, "B": -1, "tie": 0}  # preference codes: the sign of the summed difference A - B
+_CODES = (-1, 0, 1)
+OBJECTIVES = ("kappa", "agreement")
+
+
+def aspect_differences(
+    judgments: pd.DataFrame,
+    a: str,
+    b: str,
+    *,
+    item: str = "question_item",
+    target: str = "target",
+    aspect: str = "criterion",
+    score: str = "score",
+    aggregate: str = "mean",
+) -> pd.DataFrame:
+    """Per-item, per-aspect score difference ``score(a) - score(b)`` from rubric judgments.
+
+    Returns a wide frame (index: items, columns: aspects in rubric order of first appearance); NaN
+    where either side is unscored. Repeats are averaged (``aggregate``). Positive means ``a`` rated
+    higher. Feed it to :func:`select_aspects`.
+    """
+    check_protocol(judgments, "rubric")
+    d = judgments[judgments[target].isin([a, b])]
+    if d.empty:
+        raise JudgeError(f"no rubric judgments for targets {a!r} / {b!r}; present: "
+                         f"{sorted(map(str, judgments[target].dropna().unique()))[:10]}")
+    order = list(dict.fromkeys(d[aspect].astype(str)))
+    wide = d.pivot_table(index=[item, aspect], columns=target, values=score, aggfunc=aggregate, dropna=False)
+    for t in (a, b):
+        if t not in wide.columns:
+            wide[t] = np.nan
+    diff = (wide[a] - wide[b]).unstack(aspect)
+    return diff.reindex(columns=order)
+
+
+# =========================================================================== kappa of many subsets at once
+# agreement's vectorised coefficients: summed 3 x 3 contingency tables (m x 9) -> m values
+_NO_LABELS = np.empty(0, dtype=int)
+_KAPPA = pair_stat("cohen_kappa", _NO_LABELS, _NO_LABELS, len(_CODES)).fn
+_AGREEMENT = pair_stat("percent_agreement", _NO_LABELS, _NO_LABELS, len(_CODES)).fn
+
+
+def _kappa_matrix(pred: np.ndarray, valid: np.ndarray, human: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Cohen's kappa and agreement of each column of ``pred`` (codes -1/0/1) against ``human``.
+
+    ``valid`` masks usable items per column. Returns (kappa, agreement, n).
+    """
+    hv = human[:, None]
+    tables = np.stack([((hv == h) & (pred == p) & valid).sum(0) for h in _CODES for p in _CODES], axis=1)
+    tables = tables.astype(float)  # one 3 x 3 contingency table (human rows, judge columns) per column
+    return _KAPPA(tables), _AGREEMENT(tables), tables.sum(1)
+
+
+def _evaluate(D: np.ndarray, M: np.ndarray, S: np.ndarray, human: np.ndarray):
+    """Evaluate subsets S (m x p, 0/1) on diffs D (n x p, NaN->0) with missing mask M."""
+    sums = D @ S.T
+    miss = (M.astype(float) @ S.T) > 0
+    pred = np.sign(sums).astype(int)
+    valid = ~miss & (human[:, None] > -9)
+    return (*_kappa_matrix(pred, valid, human), pred, valid)
+
+
+@dataclass(frozen=True)
+class AspectSelection:
+    """Result of :func:`select_aspects`: the chosen aspects and honest (cross-validated) numbers."""
+
+    method: str
+    objective: str
+    selected: tuple[str, ...]
+    in_sample: float
+    in_sample_agreement: float
+    all_aspects: float
+    cv_estimate: float
+    cv_mean_fold: float
+    n_items: int
+    n_missing: int
+    k_folds: int
+    path: pd.DataFrame = field(repr=False, compare=False)
+    folds: pd.DataFrame = field(repr=False, compare=False)
+    note: str = ""
+
+    @property
+    def optimism(self) -> float:
+        """In-sample minus cross-validated objective: how much the search flatters itself."""
+        return self.in_sample - self.cv_estimate
+
+    def to_frame(self) -> pd.DataFrame:
+        """One result row per quantity (all aspects, in-sample, cross-validated, mean fold, optimism)."""
+        rows = [
+            ("all_aspects", self.all_aspects, "all aspects, no selection, full data"),
+            ("in_sample", self.in_sample, f"best subset found and scored on the same {self.n_items} items"),
+            ("cross_validated", self.cv_estimate,
+             f"{self.k_folds}-fold: search on train folds, score pooled held-out predictions"),
+            ("cv_mean_fold", self.cv_mean_fold, "mean over folds of the held-out value"),
+            ("optimism", self.optimism, "in_sample - cross_validated"),
+        ]
+        return result_frame([result_row(v, n_items=self.n_items, n_failed=self.n_missing, note=d,
+                                        search_method=self.method, objective=self.objective, quantity=q,
+                                        k=len(self.selected), selected=", ".join(self.selected))
+                             for q, v, d in rows], keys=["search_method", "objective", "quantity"])
+
+    def summary(self) -> str:
+        """One line: the aspects chosen, in-sample vs cross-validated objective, and n."""
+        f = (lambda v: "NaN" if v is None or not np.isfinite(v) else f"{v:.3f}")
+        return (f"{self.method} aspect selection ({self.objective}): {len(self.selected)} aspects "
+                f"[{', '.join(self.selected)}]; in-sample {f(self.in_sample)} vs {self.k_folds}-fold CV "
+                f"{f(self.cv_estimate)} (optimism {f(self.optimism)}); all aspects {f(self.all_aspects)}; "
+                f"n={self.n_items} items")
+
+    def _repr_html_(self) -> str:
+        return self.to_frame().to_html(index=False)
+
+
+# =========================================================================== the three searches
+Scorer = Callable[[np.ndarray], np.ndarray]
+"""Subsets (m x p, 0/1) -> 3 x m array of (kappa, agreement, n)."""
+
+
+def _path_row(k: int, added: str, res: np.ndarray, aspects) -> dict:
+    return {"k": k, "added": added, "kappa": res[0], "agreement": res[1], "n_items": int(res[2]),
+            "aspects": ", ".join(aspects)}
+
+
+def _greedy(score: Scorer, names: list[str], col: int, max_k: int, chunk: int):
+    """Rank aspects by their own objective and keep the best prefix (MCQG-SRefine Tables 23/24)."""
+    p = len(names)
+    vals = np.nan_to_num(score(np.eye(p))[col], nan=-np.inf)
+    rank = np.argsort(-vals, kind="stable")
+    S = np.zeros((p, p))
+    for k in range(p):
+        S[k, rank[: k + 1]] = 1
+    res = score(S)
+    rows = [_path_row(k + 1, names[rank[k]], res[:, k], [names[j] for j in rank[: k + 1]]) for k in range(p)]
+    best = int(np.argmax(np.nan_to_num(res[col], nan=-np.inf)[:max_k]))
+    return S[best].astype(bool), float(res[col, best]), pd.DataFrame(rows)
+
+
+def _forward(score: Scorer, names: list[str], col: int, max_k: int, chunk: int):
+    """Add, each step, the aspect that most improves the objective; stop when nothing improves."""
+    p = len(names)
+    chosen: list[int] = []
+    best_val, best_mask, rows = -np.inf, None, []
+    for k in range(max_k):
+        cand = [j for j in range(p) if j not in chosen]
+        if not cand:
+            break
+        S = np.zeros((len(cand), p))
+        for r, j in enumerate(cand):
+            S[r, chosen + [j]] = 1
+        res = score(S)
+        v = np.nan_to_num(res[col], nan=-np.inf)
+        r = int(np.argmax(v))
+        if v[r] <= best_val and chosen:
+            break  # no strict improvement: stop (the paper's pseudocode)
+        chosen.append(cand[r])
+        best_val, best_mask = float(v[r]), S[r].astype(bool)
+        rows.append(_path_row(k + 1, names[cand[r]], res[:, r], [names[j] for j in chosen]))
+    return best_mask, best_val, pd.DataFrame(rows)
+
+
+def _best_of_size(score: Scorer, p: int, k: int, col: int, chunk: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """The best subset of size k (first maximum = lexicographically first): (value, mask, its scores)."""
+    kbest, kres = -np.inf, None
+    combos = itertools.combinations(range(p), k)
+    while block := list(itertools.islice(combos, chunk)):
+        S = np.zeros((len(block), p))
+        for r, c in enumerate(block):
+            S[r, list(c)] = 1
+        res = score(S)
+        v = np.nan_to_num(res[col], nan=-np.inf)
+        r = int(np.argmax(v))
+        if v[r] > kbest:
+            kbest, kres = v[r], (S[r].astype(bool), res[:, r])
+    return kbest, *kres
+
+
+def _exhaustive(score: Scorer, names: list[str], col: int, max_k: int, chunk: int):
+    """Every subset of size 1..max_k (Tables 25/26); smaller subsets win ties."""
+    best_val, best_mask, rows = -np.inf, None, []
+    for k in range(1, max_k + 1):
+        kbest, mask, vals = _best_of_size(score, len(names), k, col, chunk)
+        rows.append(_path_row(k, "", vals, [n for n, m in zip(names, mask) if m]))
+        if kbest > best_val:  # strictly better: smaller subsets win ties
+            best_val, best_mask = kbest, mask
+    return best_mask, float(best_val), pd.DataFrame(rows)
+
+
+SEARCHES = {"greedy": _greedy, "forward": _forward, "exhaustive": _exhaustive}
+"""Search method -> ``search(score, names, col, max_k, chunk) -> (mask, value, path)``."""
+
+
+def _search(D, M, human, names, method, objective, max_k, chunk=20000):
+    """Run one search on the given rows; return (best_mask, best_value, path DataFrame)."""
+    if method not in SEARCHES:
+        raise ParameterError(f"method must be 'greedy', 'forward' or 'exhaustive'; got {method!r}")
+
+    def score(S):
+        kap, po, n, _, _ = _evaluate(D, M, S, human)
+        return np.vstack([kap, po, n])
+
+    return SEARCHES[method](score, names, OBJECTIVES.index(objective), max_k or len(names), chunk)
+
+
+# =========================================================================== select_aspects
+def _aligned(diffs: pd.DataFrame, human) -> tuple[np.ndarray, np.ndarray, list[str], int]:
+    """(diffs of the labelled items, their human codes, aspect names, items without a label)."""
+    if not isinstance(diffs, pd.DataFrame) or diffs.shape[1] == 0:
+        raise JudgeError("diffs must be a non-empty items x aspects DataFrame (see aspect_differences)")
+    h = pd.Series(human)
+    h.index = h.index.astype(str)
+    d = diffs.copy()
+    d.index = d.index.astype(str)
+    common = [i for i in d.index if i in h.index and pd.notna(h.loc[i])]
+    bad = sorted({str(v) for v in h.loc[common] if v not in _LAB})
+    if bad:
+        raise SchemaError("annotations", "label", [], f"human preference labels must be A, B or tie; found {bad}")
+    if len(common) < 2:
+        raise JudgeError(f"only {len(common)} item(s) have both aspect scores and a human label")
+    X = d.loc[common].to_numpy(dtype=float)
+    return X, np.array([_LAB[h.loc[i]] for i in common]), [str(c) for c in d.columns], len(d) - len(common)
+
+
+def _check_size(method: str, p: int, k_cap: int, max_subsets: int) -> None:
+    if method == "exhaustive":
+        total = sum(math.comb(p, k) for k in range(1, k_cap + 1))
+        if total > max_subsets:
+            raise ParameterError(f"exhaustive search over {p} aspects up to size {k_cap} is {total:,} subsets "
+                                 f"(> max_subsets={max_subsets:,}); lower max_k or raise max_subsets")
+
+
+def _cross_validate(D, M, y, names, method, objective, k_cap, k_folds, seed):
+    """Re-run the search on K-1 folds, score the held-out fold; return (pooled kappa/agreement, folds)."""
+    col = OBJECTIVES.index(objective)
+    n = len(y)
+    fold_of = np.empty(n, dtype=int)
+    fold_of[np.random.default_rng(seed).permutation(n)] = np.arange(n) % k_folds
+    pooled_pred, pooled_valid = np.zeros(n, dtype=int), np.zeros(n, dtype=bool)
+    rows = []
+    for f in range(k_folds):
+        tr, te = fold_of != f, fold_of == f
+        row = {"fold": f, "n_train": int(tr.sum()), "n_test": int(te.sum())}
+        m_f, v_f, _ = _search(D[tr], M[tr], y[tr], names, method, objective, k_cap)
+        if m_f is None:
+            rows.append({**row, "train": np.nan, "test": np.nan, "selected": ""})
+            continue
+        k_t, po_t, _, pred, valid = _evaluate(D[te], M[te], m_f[None, :].astype(float), y[te])
+        pooled_pred[te], pooled_valid[te] = pred[:, 0], valid[:, 0]
+        rows.append({**row, "train": v_f, "test": float((k_t, po_t)[col][0]),
+                     "selected": ", ".join(nm for nm, m in zip(names, m_f) if m)})
+    kc, poc, _ = _kappa_matrix(pooled_pred[:, None], pooled_valid[:, None], y)
+    return float((kc, poc)[col][0]), pd.DataFrame(rows)
+
+
+def select_aspects(
+    diffs: pd.DataFrame,
+    human: pd.Series | Mapping[str, str],
+    *,
+    method: str = "greedy",
+    objective: str = "kappa",
+    max_k: int | None = None,
+    k_folds: int = 5,
+    seed: int = 0,
+    max_subsets: int = 2_000_000,
+) -> AspectSelection:
+    """Choose the rubric aspects whose summed score difference best reproduces a human preference.
+
+    ``diffs``: items x aspects, ``score(A) - score(B)`` (:func:`aspect_differences`). ``human``: the
+    preferred side per item, ``"A"``, ``"B"`` or ``"tie"`` (items without a label are dropped and
+    counted). For a subset of aspects the judge prefers A when the summed difference is > 0, B when
+    < 0 and tie when it is 0 (ties are a class, as in MCQG-SRefine). Items with an unscored selected
+    aspect get no prediction and are left out of that subset's denominator (``n_items`` per row).
+
+    ``method``: ``"greedy"`` ranks aspects by their own objective and keeps the best prefix
+    (MCQG-SRefine Tables 23/24); ``"forward"`` adds, each step, the aspect that most improves the
+    objective and stops when nothing improves; ``"exhaustive"`` tries every subset of size
+    1..``max_k`` (Tables 25/26; refused above ``max_subsets`` subsets - lower ``max_k``).
+    ``objective``: ``"kappa"`` (Cohen, 3 classes) or ``"agreement"``.
+
+    Cross-validation: the whole search is re-run on K-1 folds and the chosen subset scored on the
+    held-out fold; held-out predictions are pooled into ``cv_estimate``. The gap to ``in_sample``
+    is the optimism of reporting the searched number on the same items.
+    """
+    if objective not in OBJECTIVES:
+        raise ParameterError(f"objective must be 'kappa' or 'agreement'; got {objective!r}")
+    X, y, names, n_missing = _aligned(diffs, human)
+    p = len(names)
+    k_cap = min(max_k or p, p)
+    _check_size(method, p, k_cap, max_subsets)
+    M, D = np.isnan(X), np.nan_to_num(X, nan=0.0)
+    col = OBJECTIVES.index(objective)
+    mask, _, path = _search(D, M, y, names, method, objective, k_cap)
+    kap_in, po_in, _, _, _ = _evaluate(D, M, mask[None, :].astype(float), y)
+    allk, allpo, _, _, _ = _evaluate(D, M, np.ones((1, p)), y)
+    k_folds = int(max(2, min(k_folds, len(y))))
+    cv, folds = _cross_validate(D, M, y, names, method, objective, k_cap, k_folds, seed)
+    return AspectSelection(
+        method=method, objective=objective, selected=tuple(nm for nm, m in zip(names, mask) if m),
+        in_sample=float((kap_in, po_in)[col][0]), in_sample_agreement=float(po_in[0]),
+        all_aspects=float((allk, allpo)[col][0]), cv_estimate=cv,
+        cv_mean_fold=float(np.nanmean(folds["test"])) if folds["test"].notna().any() else np.nan,
+        n_items=len(y), n_missing=n_missing, k_folds=k_folds, path=path, folds=folds,
+        note="ties are a class; kappa is 3-class Cohen (A/B/tie)",
+    )

@@ -1,0 +1,434 @@
+"""One run of a client, stage by stage.
+
+:class:`Run` is what the requests of one ``Client.run`` share: their keys, the cache lookup, the
+concurrency slots and rate limits per provider, the leases, the cache writer, the progress bar, the
+tally its :class:`~medeval_kit.llm.types.RunStats` is made from. :class:`Call` takes one request
+through **lease** (another process may already be calling it) -> **admit** (rate limits, then the
+budget reserves the call's ceiling) -> **send** (with a safety-net timeout) -> **record** (settle the
+budget at the reported usage and store the reply), and **back off** and retry while the failure is
+worth retrying.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from .budget import Budget
+from .cost import price_for
+from .errors import BudgetError, CacheMissError, RequestError
+from .leases import Leases
+from .limits import RateLimiter, Slots
+from .progress import progress_bar
+from .providers.base import Completion, Provider
+from .providers.failures import failure
+from .record import error_response, response_from_completion, response_from_row
+from .secrets import get_logger, redact
+from .types import ModelSpec, Request, Response, RunStats
+
+log = get_logger(__name__)
+
+# Keys taken per lease transaction, at least: with ahead = concurrency the lease round trips held
+# slots idle (bench: 0.69-0.78 of bare httpx2's throughput, 0.86-0.92 with this).
+LEASE_AHEAD_MIN = 256
+SAFETY_TIMEOUT_S = 5.0  # added to the client's timeout: a net over httpx2's own timeouts
+MAX_BROKEN_BODIES = 2  # a 200 with an unreadable body is retried at most this often
+MISSING_SHOWN = 20  # missing requests listed by a replay error
+
+
+@dataclasses.dataclass
+class Tally:
+    """What a run counted so far (``tokens`` and ``cost`` only while a progress bar shows them)."""
+
+    called: int = 0
+    retries: int = 0
+    failed: int = 0
+    budget: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    unconfirmed: float = 0.0
+    n_unconfirmed: int = 0
+    not_stored: int = 0
+    peers: int = 0
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Retry:
+    """A failed attempt worth retrying: the server's Retry-After (or None) and when the attempt began."""
+
+    after: float | None
+    t0: float
+
+
+class Run:
+    """The shared state of one ``Client.run`` (see the module docstring)."""
+
+    def __init__(self, client: Any, requests: Sequence[Request]) -> None:
+        self.t0 = time.perf_counter()
+        self.client = client
+        self.budget: Budget | None = client.budget
+        self.requests = list(requests)
+        for i, r in enumerate(self.requests):
+            if not isinstance(r, Request):
+                raise RequestError(f"requests[{i}] is a {type(r).__name__}, not a medeval_kit.llm.Request")
+        self.specs = [client._spec_for(r) for r in self.requests]
+        self.keys = [client._key(r, s) for r, s in zip(self.requests, self.specs)]
+        self.first: dict[str, int] = {}  # key -> index of its first request (duplicates are run once)
+        for i, k in enumerate(self.keys):
+            self.first.setdefault(k, i)
+        self.done: dict[str, Response] = {}
+        self.todo: list[tuple[str, int]] = []
+        self.tally = Tally()
+        self.n_hits = 0
+        self.slots: dict[str, Slots] = {}
+        self.limiters: dict[str, RateLimiter] = {}
+        self.leases: Leases | None = None
+        self.writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self.bar = None
+
+    # ------------------------------------------------------------------ before any call
+    def lookup(self) -> None:
+        """Answer what the cache holds; the rest is ``todo``. Raises CacheMissError in replay mode
+        and BudgetError when a budget is set and some model to call has no price (before any call)."""
+        cache = self.client.cache
+        rows = cache.get_many(self.first) if cache.reads else {}
+        for k, row in rows.items():
+            i = self.first[k]
+            self.done[k] = response_from_row(row, self.requests[i], self.specs[i])
+        self.n_hits = len(self.done)
+        self.todo = [(k, i) for k, i in self.first.items() if k not in self.done]
+        if self.todo and (cache.mode == "replay" or any(self.specs[i].replay for _, i in self.todo)):
+            raise self._missing()
+        if self.budget is not None:
+            unpriced = sorted({self.specs[i].id for _, i in self.todo if price_for(self.specs[i]) is None})
+            if unpriced:
+                raise BudgetError(f"budget_usd is set but there is no price for {', '.join(unpriced)}: "
+                                  "add it to data/prices.yaml (or drop the budget)")
+
+    def _missing(self) -> CacheMissError:
+        """The replay error listing the requests the cache does not hold."""
+        missing = [(k, str(self.specs[i]), self.requests[i].preview()) for k, i in self.todo]
+        shown = "\n".join(f"  {k[:12]}  {m}  {p!r}" for k, m, p in missing[:MISSING_SHOWN])
+        more = f"\n  ... and {len(missing) - MISSING_SHOWN} more" if len(missing) > MISSING_SHOWN else ""
+        return CacheMissError(
+            f"replay mode: {len(missing)} of {len(self.first)} distinct requests are not in the cache "
+            f"{self.client.cache.path}:\n{shown}{more}\nRun once with cache_mode='use' (and API keys set) to "
+            f"record them, or pass cache_path= (or set MEDEVAL_ROOT to a project) whose cache has them.", missing)
+
+    def _providers(self) -> list[Provider]:
+        """The providers of the requests to call (one per model string), each with its slots and limits."""
+        providers: dict[str, Provider] = {}
+        for _, i in self.todo:
+            p = self.client.provider(self.specs[i])
+            providers[p.limit_key + "|" + str(self.specs[i])] = p
+        for p in providers.values():
+            if p.limit_key not in self.slots:
+                self.slots[p.limit_key] = Slots(self.client.concurrency or p.default_concurrency)
+                self.limiters[p.limit_key] = RateLimiter(self.client.rpm, self.client.tpm)
+        return list({id(p): p for p in providers.values()}.values())
+
+    def _open_bar(self, desc: str | None) -> None:
+        """Show a progress bar over the distinct requests, the cache hits already counted."""
+        self.bar = progress_bar(total=len(self.first), desc=desc or self.client.model, unit="req",
+                                dynamic_ncols=True)
+        self.bar.update(self.n_hits)
+        self.bar.set_postfix_str(f"hits={self.n_hits}", refresh=False)
+
+    def _tick(self, resp: Response) -> None:
+        """Advance the progress bar by one reply, with hits, failures, tokens, cost and the budget."""
+        if self.bar is None:
+            return
+        t, budget = self.tally, self.budget
+        t.tokens += resp.usage["prompt_tokens"] + resp.usage["completion_tokens"]
+        if not math.isnan(resp.cost_usd) and not resp.cached:
+            t.cost += resp.cost_usd
+        post = f"hits={self.n_hits + t.peers} fail={t.failed} tok={t.tokens} ${t.cost:.4f}"
+        if budget is not None:
+            post += (f" budget ${budget.cap:.2f}: spent=${budget.spent:.4f} res=${budget.reserved:.4f} "
+                     f"unconf=${budget.unconfirmed:.4f}")
+        elif t.n_unconfirmed:
+            post += f" unconf=${t.unconfirmed:.4f}"
+        self.bar.set_postfix_str(post, refresh=False)
+        self.bar.update(1)
+
+    # ------------------------------------------------------------------ the calls
+    async def execute(self, progress: bool, desc: str | None) -> None:
+        """Call every request of ``todo`` concurrently; always close what the run opened."""
+        cache = self.client.cache
+        if progress:
+            self._open_bar(desc)
+        providers: list[Provider] = []
+        try:
+            providers = self._providers()
+            self.writer = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="medeval-cache")
+                           if cache.writes and self.todo else None)
+            # leases keep processes that share the cache from paying twice (``use`` mode only: ``refresh``
+            # re-samples on purpose, ``off`` shares nothing)
+            ahead = max([LEASE_AHEAD_MIN] + [4 * s.size for s in self.slots.values()])
+            self.leases = (Leases(cache, self.writer, [k for k, _ in self.todo], ahead=ahead)
+                           if cache.mode == "use" and self.todo else None)
+            for p in providers:
+                await p.open()
+            await asyncio.gather(*(self._one(k, i) for k, i in self.todo))
+        finally:
+            await self._close(providers)
+
+    async def _one(self, key: str, i: int) -> None:
+        """Call request ``i`` and keep its Response under ``key``."""
+        resp = await Call(self, self.requests[i], self.specs[i], key).run()
+        self.done[key] = resp
+        self._tick(resp)
+
+    async def _close(self, providers: list[Provider]) -> None:
+        """Stop the lease tasks, drain the cache writer, release the leases, close providers and bar."""
+        if self.leases is not None:
+            self.leases.stop()
+        if self.writer is not None:
+            self.writer.shutdown(wait=True)
+            self.writer = None
+        if self.leases is not None:
+            self.leases.close()
+        for p in providers:
+            try:
+                await p.aclose()
+            except Exception:  # closing must not hide the run's outcome
+                pass
+        if self.bar is not None:
+            self.bar.close()
+
+    # ------------------------------------------------------------------ after the calls
+    def responses(self) -> list[Response]:
+        """One Response per request, in request order (a duplicate shares its first request's reply)."""
+        out: list[Response] = []
+        for r, k in zip(self.requests, self.keys):
+            resp = self.done[k]
+            out.append(resp if resp.request is r else dataclasses.replace(resp, request=r))
+        return out
+
+    def stats(self, out: list[Response]) -> RunStats:
+        """The RunStats of the run whose responses are ``out`` (tokens and cost of the calls made)."""
+        called = [self.done[k] for k in self.first if not self.done[k].cached]
+        costs = [r.cost_usd for r in called if r.error is None]
+        t, b = self.tally, self.budget
+        return RunStats(
+            n=len(out), n_cached=sum(1 for r in out if r.cached), n_failed=sum(1 for r in out if r.error is not None),
+            n_parse_failed=sum(1 for r in out if r.parse_status == "failed"),
+            prompt_tokens=sum(r.usage["prompt_tokens"] for r in called),
+            completion_tokens=sum(r.usage["completion_tokens"] for r in called),
+            cost_usd=math.nan if any(math.isnan(c) for c in costs) else float(sum(costs)),
+            wall_s=time.perf_counter() - self.t0, n_called=t.called, n_retries=t.retries,
+            n_skipped_budget=t.budget, n_duplicates=len(out) - len(self.first), model=self.client.model,
+            unconfirmed_usd=t.unconfirmed, n_unconfirmed=t.n_unconfirmed,
+            budget_usd=b.cap if b is not None else None,
+            budget_spent_usd=b.spent if b is not None else 0.0,
+            budget_unconfirmed_usd=b.unconfirmed if b is not None else 0.0,
+            reserved_usd=b.reserved if b is not None else 0.0,
+            budget_note=b.halted if b is not None else None,
+            n_not_stored=t.not_stored, n_from_peers=t.peers,
+        )
+
+    def warn(self, out: list[Response]) -> None:
+        """Log failed requests and replies that could not be stored."""
+        model = self.client.model
+        n_failed = sum(1 for r in out if r.error is not None)
+        if n_failed:
+            log.warning("%s: %d of %d requests failed (first error: %s)", model, n_failed, len(out),
+                        next(r.error for r in out if r.error is not None))
+        if self.tally.not_stored:
+            log.warning("%s: %d replies were received (and paid for) but not stored in the cache %s (first "
+                        "error: %s); they are returned, but a new run will call them again", model,
+                        self.tally.not_stored, self.client.cache.path,
+                        next(r.cache_error for r in out if r.cache_error is not None))
+
+
+class Call:
+    """One request's way through the executor: lease, admit, send, record, back off and retry."""
+
+    def __init__(self, run: Run, request: Request, spec: ModelSpec, key: str) -> None:
+        self.run_state, self.client = run, run.client
+        self.request, self.spec, self.key = request, spec, key
+        self.provider = self.client.provider(spec)
+        self.slots, self.limiter = run.slots[self.provider.limit_key], run.limiters[self.provider.limit_key]
+        self.budget, self.tally, self.leases = run.budget, run.tally, run.leases
+        # the ceiling of this call: prompt tokens at a proven upper bound, the reply at max_tokens
+        bound = self.provider.prompt_token_bound(request)
+        self.est_tokens = bound + int(request.max_tokens)
+        price = price_for(spec)
+        self.ceiling = price.cost(bound, int(request.max_tokens)) if price is not None else math.nan
+        self.reserve = self.ceiling if self.budget is not None else 0.0
+        self.holding = 0.0  # the reservation of the attempt in flight, until settled, released or lost
+        self.t_start = time.perf_counter()
+        self.attempt = 0  # attempts sent so far
+        self.n_backoff = 0  # failures without a Retry-After: the exponent of the backoff
+        self.n_broken = 0  # 200s with an unreadable body
+        self.leased = self.leases is None
+        self.delivered = False
+
+    async def run(self) -> Response:
+        """Return the request's Response: a reply, another process's reply, or the error it ended with."""
+        try:
+            while True:
+                outcome = await self._attempt()
+                if isinstance(outcome, Response):
+                    return outcome
+                if not self.leased:  # another live process is calling it: wait for its result, outside the slot
+                    resp = await self._from_peer()
+                    if resp is not None:
+                        return resp
+                    continue  # released, expired or orphaned: try to take it
+                await self._back_off(outcome)
+        finally:
+            self._finish()
+
+    async def _attempt(self) -> Response | Retry | None:
+        """One pass through a concurrency slot; None when another process holds the lease."""
+        async with self.slots.slot(retry=self.attempt > 0):  # retries go first
+            if not self.leased:  # take the lease on this key just before sending
+                resp = await self._take_lease()
+                if resp is not None or not self.leased:
+                    return resp
+            refused = await self._admit()
+            if refused is not None:
+                return refused
+            return await self._send()
+
+    # ------------------------------------------------------------------ lease
+    async def _take_lease(self) -> Response | None:
+        """Take the lease; the stored reply when another process finished the request meanwhile."""
+        state, row = await self.leases.take(self.key)
+        if state == "done":
+            return self._peer_reply(row)
+        self.leased = state == "mine"
+        return None
+
+    async def _from_peer(self) -> Response | None:
+        """Wait until another process's lease ends: its stored reply, or None (the lease is free)."""
+        state, row = await self.leases.wait(self.key)
+        return self._peer_reply(row) if state == "done" else None
+
+    def _peer_reply(self, row: dict[str, Any]) -> Response:
+        """The Response of the reply another process stored for this request."""
+        self.tally.peers += 1
+        self.delivered = True
+        return response_from_row(row, self.request, self.spec)
+
+    # ------------------------------------------------------------------ admit
+    async def _admit(self) -> Response | None:
+        """Take the rate limits, then reserve the call's ceiling (now, never while queued); the
+        budget's refusal as a failed Response."""
+        await self.limiter.acquire(self.est_tokens)
+        if self.budget is None:
+            return None
+        why = await self.budget.reserve(self.reserve)
+        if why is not None:
+            self.limiter.refund(self.est_tokens)
+            self.tally.budget += 1
+            self.tally.failed += 1
+            return error_response(self.request, self.spec, self.key, f"budget: not sent: {why}", self.attempt,
+                                  time.perf_counter() - self.t_start)
+        self.holding = self.reserve
+        return None
+
+    # ------------------------------------------------------------------ send
+    async def _send(self) -> Response | Retry:
+        """Send one attempt: the recorded reply, the error the request ends with, or a Retry."""
+        self.tally.called += self.attempt == 0
+        self.attempt += 1
+        t0 = time.perf_counter()
+        try:
+            c = await self._complete()
+        except asyncio.CancelledError:  # it was sent: it may be generated and billed
+            self.holding = 0.0
+            self._lost(self.reserve)
+            raise
+        except Exception as exc:  # classified; never lost
+            return self._failed(exc, t0)
+        return await self._record(c, time.perf_counter() - t0)
+
+    async def _complete(self) -> Completion:
+        """The provider's reply, under a safety-net timeout when it goes over the network."""
+        provider = self.provider
+        if not provider.uses_network:
+            return await provider.acomplete(self.request)
+        limit = self.client.timeout + SAFETY_TIMEOUT_S
+        if hasattr(asyncio, "timeout"):  # 3.11+: no extra task
+            async with asyncio.timeout(limit):
+                return await provider.acomplete(self.request)
+        return await asyncio.wait_for(provider.acomplete(self.request), limit)
+
+    def _failed(self, exc: Exception, t0: float) -> Response | Retry:
+        """Free the attempt's reservation (or count it unconfirmed when it may be billed); the final
+        error when the failure will recur or the retries are spent, else a Retry."""
+        f = failure(exc)
+        self.holding = 0.0
+        if f.billed:
+            self._lost(self.reserve)
+        elif self.budget is not None:
+            self.budget.release(self.reserve)
+        self.n_broken += f.broken_body
+        if not f.retryable or self.attempt > self.client.retry.max_retries or self.n_broken > MAX_BROKEN_BODIES:
+            self.tally.failed += 1
+            why = " (a 200 with an unreadable body is retried at most twice)" \
+                if f.retryable and self.n_broken > MAX_BROKEN_BODIES else ""
+            err = f"{f.what} (after {self.attempt} attempt{'s' if self.attempt > 1 else ''}){why}"
+            log.warning("%s: request %s failed: %s", self.spec, self.key[:12], redact(err))
+            return error_response(self.request, self.spec, self.key, err, self.attempt,
+                                  time.perf_counter() - self.t_start)
+        log.debug("%s: attempt %d of %s failed (%s); retrying", self.spec, self.attempt, self.key[:12],
+                  redact(f.what))
+        return Retry(f.retry_after, t0)
+
+    # ------------------------------------------------------------------ record
+    async def _record(self, c: Completion, latency: float) -> Response:
+        """Settle the budget and the token limit at the reply's usage, then store the reply."""
+        resp = response_from_completion(c, self.request, self.spec, self.key, latency, self.attempt)
+        if self.budget is not None:
+            self.holding = 0.0
+            self.budget.settle(self.reserve, resp.cost_usd)
+        self.limiter.refund(self.est_tokens - c.prompt_tokens - c.completion_tokens)
+        # stored before the call counts as done (a crash loses nothing paid), in a writer thread so the
+        # event loop keeps sending; a failed write keeps the reply
+        try:
+            writer = self.run_state.writer
+            if writer is not None:
+                await asyncio.get_running_loop().run_in_executor(
+                    writer, self.client.store, resp, self.request, self.spec, c)
+            else:
+                self.client.store(resp, self.request, self.spec, c)
+        except Exception as exc:
+            resp.cache_error = redact(f"{type(exc).__name__}: {exc}")
+            self.tally.not_stored += 1
+            log.warning("%s: reply to %s received but not stored in the cache: %s", self.spec, self.key[:12],
+                        resp.cache_error)
+        else:
+            self.delivered = True
+        return resp
+
+    # ------------------------------------------------------------------ retry and finish
+    async def _back_off(self, retry: Retry) -> None:
+        """Sleep before the next attempt (see ``RetryPolicy``)."""
+        self.tally.retries += 1
+        wait = self.client.retry.delay(self.n_backoff, retry.after)
+        if retry.after is None:  # backoff spaces attempts from the start of the failed one:
+            self.n_backoff += 1  # an attempt that hung until a timeout has already waited
+            wait -= time.perf_counter() - retry.t0
+        await asyncio.sleep(max(0.0, wait))
+
+    def _lost(self, reserved: float) -> None:
+        """An attempt whose reply may have been generated (and billed) but never arrived."""
+        if self.budget is not None:
+            self.budget.lose(reserved)
+        self.tally.unconfirmed += self.ceiling
+        self.tally.n_unconfirmed += 1
+
+    def _finish(self) -> None:
+        """Whatever the outcome: count a held reservation as unconfirmed, free an undelivered lease."""
+        if self.holding and self.budget is not None:  # the reply arrived but could not be read: it was billed
+            self._lost(self.holding)
+        if self.leases is not None and not self.delivered:
+            self.leases.release(self.key)  # failed, skipped or cancelled: another process may try

@@ -1,0 +1,113 @@
+"""What every provider is: :class:`Provider` (one coroutine, ``acomplete(request) -> Completion``) and,
+for providers with a batch API, the :class:`BatchAPI` methods the batch engine calls.
+
+Providers do no retrying: the executor owns retries, backoff, timeouts and rate limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..cost import prompt_token_bound
+from ..types import ModelSpec, Request
+
+# States of a submitted batch in the cache's ``batches`` table (see ``llm/batch.py``).
+BATCH_PENDING = "pending"
+BATCH_READY = "ready"
+BATCH_COLLECTED = "collected"
+BATCH_FINAL = (BATCH_COLLECTED, "failed", "expired", "cancelled")
+
+
+@dataclass(slots=True)
+class Completion:
+    """What a provider returns for one successful call."""
+
+    text: str | None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+    response_id: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+class Provider:
+    """Base class. A subclass is registered with ``@provider("<name>")`` (which sets ``name``), sets
+    ``default_concurrency`` and implements ``acomplete``.
+
+    Class attributes: ``uses_network`` (the executor then adds a safety-net timeout), ``key_env``
+    (the default API-key variable; its value is redacted everywhere), ``accepts_base_url`` (model
+    strings ``<name>/<model>@http://...`` allowed) and ``example`` (a model string for help texts).
+    """
+
+    name = "base"
+    default_concurrency = 8
+    uses_network = True
+    key_env: str | None = None
+    accepts_base_url = False
+    example = ""
+
+    def __init__(self, spec: ModelSpec, **options: Any) -> None:
+        self.spec = spec
+        self.options = options
+
+    @property
+    def limit_key(self) -> str:
+        """Requests sharing this key share concurrency and rate limits."""
+        return f"{self.spec.provider}@{self.spec.base_url or 'default'}"
+
+    @classmethod
+    def key_options(cls, options: dict[str, Any], request: Request) -> dict[str, Any]:
+        """The provider options that change ``request`` on the wire, for its cache key.
+
+        Only non-default values are returned, so the key of a request whose wire form is the default
+        one is the key it always had. Options that do not change what is sent (timeouts, transport,
+        pools, key variable, base URLs, llama.cpp threads and context size) are never in the key.
+        """
+        return {}
+
+    async def open(self) -> None:
+        """Called once per run, inside the running event loop."""
+
+    async def aclose(self) -> None:
+        """Called once at the end of a run (also on error or cancellation)."""
+
+    async def acomplete(self, request: Request) -> Completion:  # pragma: no cover - abstract
+        """Send ``request`` once; return the Completion or raise (see ``providers.failures``)."""
+        raise NotImplementedError
+
+    def token_counter(self) -> Callable[[str], int] | None:
+        """``text -> number of tokens`` with the provider's own tokenizer when it is installed, else
+        None (the budget then uses the byte bound of :func:`~medeval_kit.llm.cost.prompt_token_bound`)."""
+        return None
+
+    def prompt_token_bound(self, request: Request) -> int:
+        """A proven upper bound of the prompt tokens this provider can bill for ``request``."""
+        return prompt_token_bound(request, count=self.token_counter())
+
+
+class BatchAPI:
+    """The methods of a provider with a batch API (mixed into its Provider class); ``sdk`` is the
+    provider's synchronous SDK client (``make_client(sync=True)``)."""
+
+    def make_client(self, sync: bool = False) -> Any:  # pragma: no cover - abstract
+        """Return the provider's SDK client (synchronous with ``sync``)."""
+        raise NotImplementedError
+
+    def batch_submit(self, sdk: Any, items: list[tuple[str, Request]]) -> tuple[str, dict[str, Any]]:
+        """Submit ``(custom_id, request)`` items as one batch; return its id and what to keep about it."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def batch_poll(self, sdk: Any, batch_id: str) -> tuple[str, str, dict[str, Any]]:
+        """Return a batch's state (one of ``BATCH_PENDING``, ``BATCH_READY`` or a final state), its
+        status as the provider says it, and details to keep (result file ids)."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def batch_results(self, sdk: Any, batch_id: str, detail: dict[str, Any]
+                      ) -> list[tuple[str, dict[str, Any] | None, str | None]]:
+        """Return ``(custom_id, raw reply or None, error or None)`` for every item of a finished batch."""
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def batch_completion(self, raw: dict[str, Any], canonical: dict[str, Any]) -> Completion:
+        """Return the Completion of one batch reply; ``canonical`` is the request as stored."""
+        raise NotImplementedError  # pragma: no cover - abstract

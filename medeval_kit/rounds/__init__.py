@@ -1,0 +1,59 @@
+"""Round-wise analysis of iterative refinement (self-critique / correction rounds, e.g. MCQG-SRefine).
+
+Input is the ``rounds`` table (:mod:`medeval_kit.schemas`): one row per item, round, component and
+aspect; component scores are the rows with ``aspect == "total"``; round 1 is the initial draft. The
+item's total in a round is the unweighted mean of its normalised component scores. The folder holds
+``tables`` (reshaping: component rows, one row per item and round, reading files, denominators),
+``stopping`` (the stopping rules, :data:`STOP_RULES`, and best-round selection; pure functions the
+generation pipeline calls), ``statistics`` (round means available-only vs LOCF, stop/best
+distributions, paired tests, a mixed model, correlations; result-contract tables) and ``curves``
+(a saturation curve and its fit). Score strings (``"24/25"``) are parsed by
+:mod:`medeval_kit.datasets.scores`; plots live in :mod:`medeval_kit.viz.rounds`, the command in
+:mod:`medeval_kit.cli.rounds`, the papers' printed numbers in :mod:`medeval_kit.repro`.
+"""
+
+from medeval_kit.datasets.scores import ScoreParse, parse_score_string
+from medeval_kit.rounds.curves import (
+    CurveFit,
+    fit_introspection_curve,
+    introspection_curve,
+)
+from medeval_kit.rounds.statistics import (
+    IMPUTATIONS,
+    mixed_model,
+    paired_round_tests,
+    round_correlations,
+    round_means,
+    roundwise_tables,
+    stop_best_distribution,
+)
+from medeval_kit.rounds.stopping import (
+    BEST_KEYS,
+    STOP_RULES,
+    TIE_BREAKS,
+    TOTALS,
+    apply_stopping_rule,
+    fill_best_rounds,
+    item_summary,
+    select_best_round,
+    should_stop,
+    stopping_rule_consistency,
+)
+from medeval_kit.rounds.tables import (
+    aspect_sum_check,
+    component_mean_total,
+    component_table,
+    item_rounds,
+    load_rounds_file,
+    load_summary,
+)
+
+__all__ = [
+    "STOP_RULES", "TIE_BREAKS", "TOTALS", "BEST_KEYS", "IMPUTATIONS",
+    "ScoreParse", "parse_score_string",
+    "should_stop", "apply_stopping_rule", "select_best_round", "fill_best_rounds", "stopping_rule_consistency",
+    "component_table", "item_rounds", "item_summary", "load_summary", "aspect_sum_check", "load_rounds_file",
+    "round_means", "stop_best_distribution", "paired_round_tests", "mixed_model", "round_correlations",
+    "roundwise_tables",
+    "component_mean_total", "introspection_curve", "CurveFit", "fit_introspection_curve",
+]

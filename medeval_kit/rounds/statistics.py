@@ -1,0 +1,407 @@
+"""Round-wise statistics: means per round (available-only vs LOCF), stop/best distributions, paired
+round-to-round tests, a mixed model and correlations; :func:`roundwise_tables` runs them all.
+
+Every table follows the result contract (:mod:`medeval_kit.results`): ``estimate, ci_low, ci_high,
+ci_method, n_items, n_failed, note`` after its key columns, domain extras after them.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from medeval_kit.errors import ParameterError
+from medeval_kit.results import result_frame, result_row
+from medeval_kit.rounds.stopping import item_summary, stopping_rule_consistency
+from medeval_kit.rounds.tables import (
+    component_table,
+    item_rounds,
+    load_summary,
+    need_columns,
+)
+from medeval_kit.stats import (
+    bootstrap_means,
+    mean_interval,
+    percentile_interval,
+    proportion_ci,
+)
+
+__all__ = ["IMPUTATIONS", "round_means", "stop_best_distribution", "paired_round_tests", "mixed_model",
+           "round_correlations", "roundwise_tables"]
+
+IMPUTATIONS = ("available", "locf")
+"""``available``: the items that reached the round and have a value; ``locf``: every item, its last
+observed value carried forward."""
+PAIRINGS = ("consecutive", "from_first")
+_ZERO_ATOL = 1e-12
+
+
+def _wide(df: pd.DataFrame, value: str, item: str, round: str) -> tuple[pd.DataFrame, pd.DataFrame]:  # noqa: A002
+    """Return (values, present): item x round tables of ``value`` (NaN when absent or NA) and of row presence."""
+    w = pd.DataFrame({"item": df[item].astype(str), "round": df[round].astype("int64"),
+                      "v": pd.to_numeric(df[value], errors="coerce").astype(float)})
+    wide = w.pivot_table(index="item", columns="round", values="v", aggfunc="first", dropna=False)
+    present = w.assign(p=1.0).pivot_table(index="item", columns="round", values="p", aggfunc="first")
+    return wide, present.reindex(index=wide.index, columns=wide.columns).notna()
+
+
+def _groups(df: pd.DataFrame, by: str | Sequence[str] | None) -> tuple[list[str], list[tuple[tuple, pd.DataFrame]]]:
+    """Return (by columns, [(key tuple, group)]) for ``by`` = None, a column or columns."""
+    bys = [by] if isinstance(by, str) else list(by or [])
+    if not bys:
+        return bys, [((), df)]
+    return bys, [(k if isinstance(k, tuple) else (k,), g) for k, g in df.groupby(bys, sort=True)]
+
+
+def _mean_row(x: np.ndarray, confidence: float, ci_method: str, bounds: tuple[float, float] | None) -> dict:
+    """Return the contract part of a round mean: estimate, CI (clipped to ``bounds``), sd and note."""
+    if not len(x):
+        return {"estimate": math.nan, "ci": (math.nan, math.nan), "ci_method": "", "note": "no values",
+                "sd": math.nan}
+    lo, hi, cim, note = mean_interval(x, confidence=confidence, method=ci_method)
+    if bounds is not None and not np.isnan(lo) and (lo < bounds[0] or hi > bounds[1]):
+        lo, hi = max(lo, bounds[0]), min(hi, bounds[1])
+        note = "; ".join(filter(None, [note, f"CI clipped to {tuple(bounds)}"]))
+    return {"estimate": float(x.mean()), "ci": (lo, hi), "ci_method": cim, "note": note,
+            "sd": float(x.std(ddof=1)) if len(x) > 1 else math.nan}
+
+
+def round_means(
+    df: pd.DataFrame,
+    value: str = "total",
+    *,
+    item: str = "item",
+    round: str = "round",  # noqa: A002 - the schema's column name
+    by: str | Sequence[str] | None = None,
+    imputations: Sequence[str] = IMPUTATIONS,
+    max_round: int | None = None,
+    confidence: float = 0.95,
+    ci_method: str = "auto",
+    bounds: tuple[float, float] | None = None,
+) -> pd.DataFrame:
+    """Per round, the mean of ``value`` with its n, available-only and last-value-carried-forward.
+
+    ``df`` has one row per item and round (e.g. :func:`~medeval_kit.rounds.item_rounds`, or
+    :func:`~medeval_kit.rounds.component_table` with ``value="value", by="component"``).
+    *available*: the items that reached the round and have a value. *locf*: every item, an item
+    that stopped earlier (or whose value failed to parse) carrying its last observed value forward.
+    Comparing them shows survivor bias.
+
+    Returns ``[by...], imputation, round, estimate`` (the mean), ``ci_low, ci_high, ci_method``
+    (Wilson for 0/1 values, else t; ``bounds``, e.g. ``(0, 1)``, clips t-intervals to the possible
+    range), ``n_items`` (values averaged), ``n_failed`` (items without a value: reached the round
+    with a NA value, or for LOCF nothing to carry), ``note``, and ``n_items_total`` (items in the
+    group), ``n_reached``, ``n_carried``, ``sd`` (ddof=1).
+    """
+    need_columns(df, [item, round, value])
+    for m in imputations:
+        if m not in IMPUTATIONS:
+            raise ParameterError(f"imputation must be one of {list(IMPUTATIONS)}, not {m!r}")
+    bys, groups = _groups(df, by)
+    rows = []
+    for key, g in groups:
+        wide, present = _wide(g, value, item, round)
+        cols = list(range(int(min(wide.columns)), int(max_round or max(wide.columns)) + 1))
+        wide, present = wide.reindex(columns=cols), present.reindex(columns=cols, fill_value=False)
+        filled = wide.ffill(axis=1)
+        for m in imputations:
+            for r in cols:
+                obs = wide[r]
+                x = (obs if m == "available" else filled[r]).dropna().to_numpy(float)
+                n_reached = int(present[r].sum())
+                stat = _mean_row(x, confidence, ci_method, bounds)
+                rows.append(result_row(
+                    stat["estimate"], stat["ci"], stat["ci_method"], n_items=len(x),
+                    n_failed=len(wide) - len(x) if m == "locf" else n_reached - len(x), note=stat["note"],
+                    **dict(zip(bys, key)), imputation=m, round=r, n_items_total=len(wide), n_reached=n_reached,
+                    n_carried=int((obs.isna() & filled[r].notna()).sum()) if m == "locf" else 0, sd=stat["sd"]))
+    return result_frame(rows, keys=[*bys, "imputation", "round"])
+
+
+def stop_best_distribution(
+    rounds_df: pd.DataFrame, *, by: str | None = None, tie_break: str = "earliest", confidence: float = 0.95
+) -> pd.DataFrame:
+    """Distribution of stop rounds and best rounds: ``[by], kind, round, estimate`` (the share of items
+    stopping / best at that round), ``ci_low, ci_high, ci_method`` (Wilson), ``n_items`` (items with
+    such a round), ``n_failed`` (items without a best round), ``note`` and ``n_at_round``.
+
+    Stop = the ``stop`` flag (else the last round); best = the ``best`` flag (else re-selected with
+    ``tie_break``).
+    """
+    summ = item_summary(rounds_df, tie_break=tie_break)
+    if by is not None and by not in summ.columns:
+        raise ParameterError(f"column {by!r} is not in the rounds table")
+    bys, groups = _groups(summ, by)
+    rmax = max(int(summ["n_rounds"].max()), int(summ["stop_round"].max())) if len(summ) else 0
+    rows = []
+    for key, g in groups:
+        for kind in ("stop_round", "best_round"):
+            s = g[kind].dropna().astype(int)
+            for r in range(1, rmax + 1):
+                k = int((s == r).sum())
+                rows.append(result_row(
+                    k / len(s) if len(s) else math.nan,
+                    proportion_ci(k, len(s), confidence=confidence, method="wilson"), "Wilson",
+                    n_items=len(s), n_failed=len(g) - len(s), note="" if len(s) else f"no item has a {kind}",
+                    **dict(zip(bys, key)), kind=kind, round=r, n_at_round=k))
+    return result_frame(rows, keys=[*bys, "kind", "round"])
+
+
+def _round_pairs(rounds: list[int], pairs: str | Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Return the (round_a, round_b) pairs to compare."""
+    if not isinstance(pairs, str):
+        return [tuple(p) for p in pairs]
+    if pairs == "consecutive":
+        return list(zip(rounds[:-1], rounds[1:]))
+    if pairs == "from_first":
+        return [(rounds[0], r) for r in rounds[1:]]
+    raise ParameterError(f"pairs must be one of {list(PAIRINGS)} or a list of pairs, not {pairs!r}")
+
+
+def _wilcoxon(d: np.ndarray) -> tuple[float, float, str]:
+    """Return (statistic, p_value, note) of scipy's Wilcoxon signed-rank test (zero differences dropped)."""
+    from scipy.stats import wilcoxon
+
+    if not len(d):
+        return math.nan, math.nan, ""
+    if np.all(np.isclose(d, 0, atol=_ZERO_ATOL)):
+        return math.nan, math.nan, "all differences are zero"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            res = wilcoxon(d, zero_method="wilcox")
+        except ValueError as exc:
+            return math.nan, math.nan, f"wilcoxon undefined: {exc}"
+    return float(res.statistic), float(res.pvalue), ""
+
+
+def _paired_row(wide: pd.DataFrame, present: pd.DataFrame, a: int, b: int, n_boot: int,
+                rng: np.random.Generator, confidence: float) -> dict:
+    """Return the contract row comparing rounds ``a`` and ``b`` on the items observed in both."""
+    if a not in wide.columns or b not in wide.columns:
+        return result_row(math.nan, n_items=0, note="round not observed", round_a=int(a), round_b=int(b))
+    both = wide[[a, b]].dropna()
+    d = (both[b] - both[a]).to_numpy(float)
+    n = len(d)
+    notes = []
+    ci, ci_method = (math.nan, math.nan), ""
+    if n >= 2:
+        ci = percentile_interval(bootstrap_means(d, n_boot, rng), confidence=confidence)
+        ci_method = f"percentile bootstrap ({int(n_boot)} resamples)"
+    else:
+        notes.append("fewer than 2 pairs")
+    stat, p, note = _wilcoxon(d)
+    notes.append(note)
+    n_reached_both = int((present[a] & present[b]).sum())
+    return result_row(
+        d.mean() if n else math.nan, ci, ci_method, n_items=n, n_failed=n_reached_both - n,
+        note="; ".join(filter(None, notes)), round_a=int(a), round_b=int(b),
+        mean_a=both[a].mean() if n else math.nan, mean_b=both[b].mean() if n else math.nan,
+        median_delta=float(np.median(d)) if n else math.nan,
+        n_zero=int(np.sum(np.isclose(d, 0, atol=_ZERO_ATOL))) if n else 0,
+        test="Wilcoxon signed-rank", wilcoxon_stat=stat, p_value=p)
+
+
+def paired_round_tests(
+    df: pd.DataFrame,
+    value: str = "total",
+    *,
+    pairs: str | Sequence[tuple[int, int]] = "consecutive",
+    item: str = "item",
+    round: str = "round",  # noqa: A002
+    by: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Paired round-to-round comparisons on the items observed in both rounds.
+
+    ``pairs``: ``"consecutive"`` (1→2, 2→3, ...), ``"from_first"`` (1→2, 1→3, ...) or a list of
+    ``(round_a, round_b)``. Per pair: ``estimate`` = the mean Δ (b − a) with a percentile-bootstrap
+    CI over items (``n_boot`` resamples, ``seed``), ``n_items`` (pairs), ``n_failed`` (items that
+    reached both rounds but lack a value in one), ``mean_a``, ``mean_b``, ``median_delta`` and the
+    Wilcoxon signed-rank test (scipy, zero differences dropped: ``zero_method="wilcox"``;
+    ``n_zero`` counts them). Undefined tests are NaN with a ``note``.
+    """
+    need_columns(df, [item, round, value])
+    bys, groups = _groups(df, by)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for key, g in groups:
+        wide, present = _wide(g, value, item, round)
+        wide = wide[[c for c in wide.columns if wide[c].notna().any()]]  # rounds with at least one value
+        for a, b in _round_pairs(sorted(wide.columns), pairs):
+            rows.append({**dict(zip(bys, key)), **_paired_row(wide, present, a, b, n_boot, rng, confidence)})
+    return result_frame(rows, keys=[*bys, "round_a", "round_b"])
+
+
+_TERMS = ("Intercept", "round", "item_var")
+_MODEL = "statsmodels MixedLM, REML, random intercept per item"
+
+
+def _mixed_rows(estimates: dict | None, note: str, base: dict) -> pd.DataFrame:
+    """Return the three term rows (NaN when ``estimates`` is None) with the shared counts and note."""
+    rows = []
+    for t in _TERMS:
+        e = (estimates or {}).get(t, {})
+        ci = (e.get("ci_low", math.nan), e.get("ci_high", math.nan))
+        rows.append(result_row(e.get("estimate", math.nan), ci, "Wald" if np.isfinite(ci[0]) else "",
+                               note=note, **base, term=t, se=e.get("se", math.nan), z=e.get("z", math.nan),
+                               p_value=e.get("p_value", math.nan)))
+    return result_frame(rows, keys=["term"])
+
+
+def _fit_mixed(d: pd.DataFrame, confidence: float) -> tuple[dict, bool, list[str]]:
+    """Fit y ~ rnd + (1 | g); return (estimates per term, converged, notes)."""
+    import statsmodels.formula.api as smf
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit = smf.mixedlm("y ~ rnd", d, groups=d["g"]).fit(reml=True)
+    item_var = float(fit.cov_re.iloc[0, 0])
+    notes = []
+    for w in caught:
+        msg = str(w.message).split("\n")[0]
+        if "boundary" in msg and item_var > 1e-8 * float(d["y"].var()):
+            continue  # an intermediate step touched the boundary; the final estimate is interior
+        if msg not in notes:
+            notes.append(msg)
+    ci = fit.conf_int(alpha=1 - confidence)
+    est = {t: {"estimate": float(fit.fe_params[n]), "se": float(fit.bse_fe[n]), "z": float(fit.tvalues[n]),
+               "p_value": float(fit.pvalues[n]), "ci_low": float(ci.loc[n, 0]), "ci_high": float(ci.loc[n, 1])}
+           for t, n in (("Intercept", "Intercept"), ("round", "rnd"))}
+    est["item_var"] = {"estimate": item_var}
+    se = np.array([est["Intercept"]["se"], est["round"]["se"]])
+    if not np.all(np.isfinite(se)) or np.any(se > 100 * float(d["y"].std())):
+        est = {t: ({"estimate": e["estimate"]}) for t, e in est.items()}
+        notes.append("singular fit: standard errors unusable, inference set to NaN")
+    return est, bool(fit.converged), notes
+
+
+def _degenerate(d: pd.DataFrame) -> str:
+    """Why a mixed model cannot be fitted to ``d`` ("" when it can)."""
+    if d["g"].nunique() < 2 or d["rnd"].nunique() < 2:
+        return "needs at least 2 items and 2 distinct rounds"
+    if d["y"].std() == 0:
+        return "the outcome is constant"
+    if int((d.groupby("g").size() >= 2).sum()) < 2:
+        return "needs at least 2 items observed in 2 or more rounds"
+    return ""
+
+
+def mixed_model(
+    df: pd.DataFrame,
+    value: str = "total",
+    *,
+    item: str = "item",
+    round: str = "round",  # noqa: A002
+    by: str | None = None,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Fit ``value ~ round + (1 | item)`` with statsmodels MixedLM (REML) on the available rows.
+
+    Returns one row per term (``Intercept``, ``round``, ``item_var``): ``estimate, ci_low, ci_high,
+    ci_method`` (Wald), ``n_items``, ``n_failed`` (item-rounds dropped for a NA value), ``note``,
+    ``se, z, p_value, n_obs, model, converged``; with ``by``, one fit per group (the group in the
+    first column). Too little data or a singular fit gives NaN with a ``note`` rather than an
+    exception. Likelihood-based, it stays unbiased when drop-out depends only on the observed scores
+    (the stopping rule), unlike available-only means.
+    """
+    need_columns(df, [item, round, value])
+    if by is not None:
+        parts = [mixed_model(g, value, item=item, round=round, confidence=confidence).assign(**{by: k})
+                 for k, g in df.groupby(by, sort=True)]
+        out = pd.concat(parts, ignore_index=True)
+        return out[[by, *[c for c in out.columns if c != by]]]
+    d = pd.DataFrame({"y": pd.to_numeric(df[value], errors="coerce").astype(float),
+                      "rnd": df[round].astype(float), "g": df[item].astype(str)}).dropna()
+    base = {"n_items": d["g"].nunique(), "n_failed": len(df) - len(d), "n_obs": len(d), "model": _MODEL}
+    why = _degenerate(d)
+    if why:
+        return _mixed_rows(None, why, base).assign(converged=False)
+    try:
+        est, converged, notes = _fit_mixed(d, confidence)
+    except (np.linalg.LinAlgError, ValueError) as exc:
+        return _mixed_rows(None, f"fit failed: {exc}", base).assign(converged=False)
+    return _mixed_rows(est, "; ".join(notes), base).assign(converged=converged)
+
+
+CORRELATIONS = ("pearson", "spearman", "kendall")
+LEVELS = ("item", "aggregated")
+
+
+def round_correlations(
+    df: pd.DataFrame,
+    x: str = "round",
+    y: str = "question_length",
+    *,
+    level: str = "item",
+    item: str = "item",
+) -> pd.DataFrame:
+    """Pearson, Spearman and Kendall correlation of ``x`` with ``y``, each with its n and p.
+
+    ``level="item"``: one point per row (item-rounds are not independent: p-values are
+    optimistic). ``level="aggregated"``: one point per distinct ``x`` (the mean of ``y``), as
+    MCQG-SRefine's Table 8 appears to have done; ``n_items`` is then the number of distinct x
+    values. Columns: ``x, y, level, correlation, estimate, ci_low, ci_high, ci_method`` (no CI:
+    the points are not independent, or too few), ``n_items``, ``n_failed`` (rows with a NA x or
+    y), ``note``, ``p_value``.
+    """
+    from scipy.stats import kendalltau, pearsonr, spearmanr
+
+    need_columns(df, [x, y])
+    if level not in LEVELS:
+        raise ParameterError(f"level must be one of {list(LEVELS)}, not {level!r}")
+    d = pd.DataFrame({"x": pd.to_numeric(df[x], errors="coerce").astype(float),
+                      "y": pd.to_numeric(df[y], errors="coerce").astype(float)}).dropna()
+    n_failed = int(len(df) - len(d))
+    if level == "aggregated":
+        d = d.groupby("x", as_index=False)["y"].mean()
+    too_few = len(d) < 3 or d["x"].nunique() < 2 or d["y"].nunique() < 2
+    rows = []
+    for name, fn in zip(CORRELATIONS, (pearsonr, spearmanr, kendalltau)):
+        keys = {"x": x, "y": y, "level": level, "correlation": name}
+        if too_few:
+            rows.append(result_row(math.nan, n_items=len(d), n_failed=n_failed, p_value=math.nan, **keys,
+                                   note="needs at least 3 points and variation in both variables"))
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = fn(d["x"], d["y"])
+        rows.append(result_row(float(res[0]), n_items=len(d), n_failed=n_failed, p_value=float(res[1]), **keys,
+                               note="item-rounds are not independent" if level == "item" and x == "round" else ""))
+    return result_frame(rows, keys=["x", "y", "level", "correlation"])
+
+
+def roundwise_tables(rounds_df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
+                     by: str | None = None) -> dict[str, pd.DataFrame]:
+    """Run the whole round-wise analysis on one rounds table; return the tables by name.
+
+    Keys: ``load_summary``, ``round_means`` (total, available vs LOCF), ``component_trajectories``,
+    ``stop_best``, ``paired_tests``, ``mixed_model``, ``stopping_rule_consistency`` and, when the
+    table has them, ``question_length`` / ``length_correlations`` / ``self_answer``.
+    """
+    per = item_rounds(rounds_df)
+    comp = component_table(rounds_df)
+    comp_by = ["component"] if by is None else [by, "component"]
+    out = {
+        "load_summary": load_summary(rounds_df),
+        "round_means": round_means(per, "total", by=by, bounds=(0, 1)),
+        "component_trajectories": round_means(comp, "value", by=comp_by if by in comp.columns or by is None
+                                              else "component", bounds=(0, 1)),
+        "stop_best": stop_best_distribution(rounds_df, by=by),
+        "paired_tests": paired_round_tests(per, "total", by=by, n_boot=n_boot, seed=seed),
+        "mixed_model": mixed_model(per, "total"),
+        "stopping_rule_consistency": stopping_rule_consistency(rounds_df, by=by),
+    }
+    if "question_length" in per.columns:
+        out["question_length"] = round_means(per, "question_length", by=by)
+        out["length_correlations"] = pd.concat(
+            [round_correlations(per, "round", "question_length", level=lvl) for lvl in LEVELS], ignore_index=True)
+    if "self_answer_correct" in per.columns:
+        out["self_answer"] = round_means(per, "self_answer_correct", by=by)
+    return out
