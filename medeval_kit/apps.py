@@ -6,7 +6,7 @@ import pandas as pd
 
 __all__ = [
     "load_annotations_for_app", "load_judgments_for_app", "load_rounds_for_app",
-    "round_trajectory", "plot_item_rounds", "flip_table",
+    "round_trajectory", "item_component_shares", "flip_table",
 ]
 
 
@@ -78,26 +78,11 @@ def round_trajectory(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
     return out
 
 
-def plot_item_rounds(rounds: pd.DataFrame, item: str):
-    """Return a Figure of each component's score share by round for one item, with the total in black."""
-    from medeval_kit.viz import figure, paper_style
-
+def item_component_shares(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
+    """Return one row per (component, round) of ``item`` with its score share (score / max)."""
     r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")].copy()
     r["share"] = r["score"] / r["max_score"]
-    traj = round_trajectory(rounds, item)
-    with paper_style():
-        fig, ax = figure("single", aspect=0.6)
-        for comp, g in r.groupby("component"):
-            ax.plot(g["round"], g["share"], marker="o", label=comp, lw=1)
-        ax.plot(traj["round"], traj["total"], color="black", lw=2, marker="s", label="total")
-        ax.axhline(0.9, color="grey", ls="--", lw=0.8)
-        ax.set_xticks(sorted(r["round"].unique()))
-        ax.set_xlabel("round")
-        ax.set_ylabel("score / max")
-        ax.set_ylim(0, 1.05)
-        ax.legend(fontsize=6, ncols=3, loc="lower right", frameon=False)
-        ax.set_title(item)
-    return fig
+    return r[["component", "round", "share"]]
 
 
 def flip_table(judgments: pd.DataFrame, *, judge: str, criterion: str) -> pd.DataFrame:

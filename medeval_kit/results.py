@@ -18,6 +18,7 @@ import pandas as pd
 __all__ = ["RESULT_COLUMNS", "result_row", "result_frame", "check_result"]
 
 RESULT_COLUMNS = ("estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed", "note")
+_DEFAULTS = {"estimate": math.nan, "ci_low": math.nan, "ci_high": math.nan, "ci_method": "", "n_failed": 0, "note": ""}
 
 
 def result_row(estimate: float, ci: tuple[float, float] = (math.nan, math.nan), ci_method: str = "", *,
@@ -34,9 +35,10 @@ def result_frame(rows: Iterable[Mapping], *, keys: Iterable[str] = ()) -> pd.Dat
     if df.empty:
         return pd.DataFrame(columns=[*keys, *RESULT_COLUMNS])
     rest = [c for c in df.columns if c not in keys and c not in RESULT_COLUMNS]
-    for c in RESULT_COLUMNS:
-        if c not in df.columns:
-            df[c] = 0 if c == "n_failed" else ("" if c in ("ci_method", "note") else math.nan)
+    if "n_items" not in df.columns:
+        raise ValueError("result rows need n_items (the units the estimate used)")
+    for c, default in _DEFAULTS.items():
+        df[c] = df[c].fillna(default) if c in df.columns else default
     return df[[*keys, *RESULT_COLUMNS, *rest]]
 
 

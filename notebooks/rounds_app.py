@@ -17,9 +17,10 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
-    from medeval_kit.apps import load_rounds_for_app, round_trajectory, plot_item_rounds
+    from medeval_kit.apps import item_component_shares, load_rounds_for_app, round_trajectory
+    from medeval_kit.viz import paper_style, plot_item_rounds
 
-    return load_rounds_for_app, mo, plot_item_rounds, round_trajectory
+    return item_component_shares, load_rounds_for_app, mo, paper_style, plot_item_rounds, round_trajectory
 
 
 @app.cell
@@ -47,8 +48,10 @@ def _(item, mo, round_trajectory, rounds):
 
 
 @app.cell
-def _(item, plot_item_rounds, rounds):
-    fig = plot_item_rounds(rounds, item.value)
+def _(item, item_component_shares, paper_style, plot_item_rounds, round_trajectory, rounds):
+    with paper_style():
+        fig = plot_item_rounds(item_component_shares(rounds, item.value), round_trajectory(rounds, item.value),
+                               title=item.value)
     fig
     return (fig,)
 

@@ -132,3 +132,27 @@ def test_the_checker_sees_a_violation(tmp_path):
     assert "medeval_kit.viz" in _imports("medeval_kit.stats.x", tmp_path / "x.py", mods)
     assert LAYERS[_top("medeval_kit.viz")] > LAYERS[_top("medeval_kit.stats.x")]
     assert collections.Counter(LAYERS.values())[0] >= 5
+
+
+def test_plots_live_in_viz_and_take_ax():
+    """Every plot is in viz/, takes ax=None and returns the Figure it drew on; nothing else imports matplotlib."""
+    import inspect
+
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from medeval_kit import viz
+
+    plots = [n for n in viz.__all__ if n.startswith("plot_")]
+    assert len(plots) >= 20
+    for n in plots:
+        p = inspect.signature(getattr(viz, n)).parameters
+        assert "ax" in p and p["ax"].default is None, n
+    outside = [str(p.relative_to(PKG)) for p in PKG.rglob("*.py") if p.parent.name != "viz"
+               and any(f"import {m}" in p.read_text() or f"from {m}" in p.read_text()
+                       for m in ("matplotlib", "seaborn", "plotly"))]
+    assert not outside, f"plotting outside viz/: {outside}"
+    fig, ax = plt.subplots()
+    shares = pd.DataFrame({"component": ["c", "c"], "round": [1, 2], "share": [0.5, 0.8]})
+    assert viz.plot_item_rounds(shares, pd.DataFrame({"round": [1, 2], "total": [0.5, 0.8]}), ax=ax) is fig
+    plt.close(fig)

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from medeval_kit.stats import (bootstrap_means, fisher_z_interval, interval, mean_interval, percentile_interval,
+from medeval_kit.stats import (bootstrap_means, fisher_z_interval, interval, mean_interval, normal_interval,
+                               percentile_interval,
                                proportion_ci, resample_counts, wilson_interval)
 
 
@@ -58,3 +59,12 @@ def test_bootstrap_engine_matches_scipy_percentile():
     lo2, hi2, nv = interval(float(x.mean()), reps, 0.95, "bca", jack=np.array([np.delete(x, i).mean() for i in range(60)]))
     assert lo2 < x.mean() < hi2 and nv == 4000
     assert np.isnan(interval(0.1, np.array([0.1]), 0.95, "percentile")[0])
+
+
+def test_normal_interval_matches_statsmodels_wald():
+    k, n = 13, 40
+    p = k / n
+    lo, hi = normal_interval(p, np.sqrt(p * (1 - p) / n))
+    assert (lo, hi) == pytest.approx(proportion_confint(k, n, method="normal"))
+    assert normal_interval(0.02, 0.05, bounds=(0.0, 1.0))[0] == 0.0
+    assert all(np.isnan(normal_interval(np.nan, 0.1)))

@@ -9,14 +9,13 @@ in :mod:`~medeval_kit.agreement.alpha`, the intraclass correlations in :mod:`~me
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as sps
 
 from medeval_kit.agreement.data import AgreementError, Data, check_overlap, count_matrix
 from medeval_kit.agreement.engine import Stat, safe_div
 from medeval_kit.agreement.forms import Table, chance_corrected, multi_features
 from medeval_kit.agreement.registry import Options, coefficient
 from medeval_kit.agreement.weights import agreement_weights, check_marginals
-from medeval_kit.stats import fisher_z_interval, wilson_interval
+from medeval_kit.stats import fisher_z_interval, normal_interval, wilson_interval
 
 __all__ = ["percent_agreement", "cohen_kappa", "scott_pi", "fleiss_kappa", "conger_kappa", "brennan_prediger",
            "pabak", "gwet_ac1", "gwet_ac2", "accuracy", "macro_f1", "pearson", "spearman", "kendall",
@@ -54,8 +53,7 @@ def _fleiss_cohen_everitt(w: np.ndarray, K: int):
         wi, wj = w @ c, r @ w  # w-bar_i. and w-bar_.j
         term = (P * (w - (wi[:, None] + wj[None, :]) * (1 - est)) ** 2).sum()
         se = float(np.sqrt(max((term - (est - pe * (1 - est)) ** 2) / (n * (1 - pe) ** 2), 0.0)))
-        z = sps.norm.ppf(0.5 + confidence / 2)
-        return est - z * se, est + z * se, method
+        return (*normal_interval(est, se, confidence=confidence), method)
 
     return ci
 

@@ -9,6 +9,7 @@ import pandas as pd
 
 from medeval_kit.agreement.consensus import majority_vote
 from medeval_kit.agreement.data import AgreementError, check_overlap, prepare
+from medeval_kit.agreement.forms import chance_corrected
 from medeval_kit.agreement.panel import humans_from_kind
 
 __all__ = ["prevalence_bias_indices", "landis_koch", "kappa_from_p_c", "LANDIS_KOCH"]
@@ -25,9 +26,8 @@ def _indices(cat, T: np.ndarray, n: int) -> dict:
     r, c = P.sum(1), P.sum(0)
     pe = r @ c
     k = len(T)
-    row = dict(category=cat, n_items=n, percent_agreement=po, cohen_kappa=(po - pe) / (1 - pe) if pe < 1 else _NAN,
-               pabak=(k * po - 1) / (k - 1),
-               kappa_max=(np.minimum(r, c).sum() - pe) / (1 - pe) if pe < 1 else _NAN)
+    row = dict(category=cat, n_items=n, percent_agreement=po, cohen_kappa=float(chance_corrected(po, pe)),
+               pabak=(k * po - 1) / (k - 1), kappa_max=float(chance_corrected(np.minimum(r, c).sum(), pe)))
     if k == 2:
         a, b, c_, d = T[0, 0], T[0, 1], T[1, 0], T[1, 1]
         row.update(a=int(a), b=int(b), c=int(c_), d=int(d), prevalence_index=abs(a - d) / n,

@@ -21,7 +21,7 @@ import pandas as pd
 
 from medeval_kit.generate._common import GenerationError, resolve_client, run_prompt
 from medeval_kit.results import result_frame, result_row
-from medeval_kit.stats import wilson_interval
+from medeval_kit.stats import normal_interval, wilson_interval
 
 __all__ = [
     "synthetic_cloze_labels",
@@ -151,7 +151,7 @@ def _weighted_accuracy(y: np.ndarray, w: np.ndarray) -> tuple[float, tuple[float
     acc = float((w * y).sum() / w.sum()) if n else np.nan
     n_eff = float(w.sum() ** 2 / (w ** 2).sum()) if n else np.nan
     se = np.sqrt(acc * (1 - acc) / n_eff) if n else np.nan
-    return acc, (max(0.0, acc - 1.96 * se), min(1.0, acc + 1.96 * se)), n_eff
+    return acc, normal_interval(acc, se, bounds=(0.0, 1.0)), n_eff
 
 
 def accuracy_by(df: pd.DataFrame, *, by: str | Sequence[str], correct: str = "normalized_match",

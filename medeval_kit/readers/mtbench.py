@@ -39,6 +39,7 @@ import math
 from collections.abc import Mapping
 from pathlib import Path
 
+from medeval_kit.pairwise import to_slot
 from medeval_kit.readers._common import (
     ReaderError,
     ReadResult,
@@ -53,7 +54,6 @@ __all__ = ["read_mtbench", "read_mtbench_human"]
 
 API_ERROR = "$ERROR$"
 _MARGIN = {"A": 1.0, "B": -1.0, "tie": 0.0}
-_SLOT = {"AB": {"A": "first", "B": "second", "tie": "tie"}, "BA": {"A": "second", "B": "first", "tie": "tie"}}
 
 
 def _judge(v, src: str, where: str, field: str = "judge") -> tuple[str, str | None]:
@@ -147,7 +147,7 @@ def _read_pair(src: str, recs, inconsistent: str) -> ReadResult:
                 status, note = "failed", "no [[A]]/[[B]]/[[C]] verdict in the judgment (winner 'error')"
             rows.append({"item": item, "judge": judge, "protocol": "pairwise", "criterion": "overall",
                          "order": order, "raw": raw, "verdict": verdict,
-                         "slot_verdict": _SLOT[order][verdict] if verdict else None,
+                         "slot_verdict": to_slot(verdict, order) if verdict else None,
                          "score": _MARGIN[verdict] if verdict else math.nan, "parse_status": status,
                          "question_id": qid, "turn": turn, "model_a": a, "model_b": b, "game": game,
                          "template": template, "winner_raw": w, "note": note})

@@ -4,8 +4,8 @@ calls these; tests cross-check them against scipy and statsmodels."""
 
 from .bootstrap import bootstrap_means, item_draws, interval, percentile_interval, resample_counts
 from .correlation import fisher_z_interval
-from .means import mean_interval
+from .means import mean_interval, normal_interval
 from .proportions import proportion_ci, wilson_interval
 
-__all__ = ["proportion_ci", "wilson_interval", "mean_interval", "fisher_z_interval", "resample_counts",
+__all__ = ["proportion_ci", "wilson_interval", "mean_interval", "normal_interval", "fisher_z_interval", "resample_counts",
            "item_draws", "bootstrap_means", "percentile_interval", "interval"]

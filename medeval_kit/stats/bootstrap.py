@@ -50,12 +50,12 @@ def percentile_interval(reps, *, confidence: float = 0.95) -> tuple[float, float
     return float(np.quantile(r, a)), float(np.quantile(r, 1 - a))
 
 
-def interval(est: float, reps: np.ndarray, level: float, method: str, jack: np.ndarray | None = None):
+def interval(est: float, reps: np.ndarray, confidence: float, method: str, jack: np.ndarray | None = None):
     """Return (lo, hi, n_valid): the percentile or BCa interval from bootstrap replicates."""
     reps = reps[np.isfinite(reps)]
     if len(reps) < 2 or not np.isfinite(est):
         return np.nan, np.nan, len(reps)
-    a_lo, a_hi = (1 - level) / 2, 1 - (1 - level) / 2
+    a_lo, a_hi = (1 - confidence) / 2, 1 - (1 - confidence) / 2
     if method == "bca":
         prop = (np.sum(reps < est) + 0.5 * np.sum(reps == est)) / len(reps)
         z0 = sps.norm.ppf(np.clip(prop, 1e-10, 1 - 1e-10))

@@ -9,7 +9,17 @@ from scipy import stats as sps
 
 from .proportions import wilson_interval
 
-__all__ = ["mean_interval"]
+__all__ = ["mean_interval", "normal_interval"]
+
+
+def normal_interval(estimate: float, se: float, *, confidence: float = 0.95,
+                    bounds: tuple[float, float] | None = None) -> tuple[float, float]:
+    """Return the normal (Wald) interval estimate +- z * se, clipped to ``bounds`` when given."""
+    if not (np.isfinite(estimate) and np.isfinite(se)):
+        return math.nan, math.nan
+    h = sps.norm.ppf(0.5 + confidence / 2) * se
+    lo, hi = estimate - h, estimate + h
+    return (max(bounds[0], lo), min(bounds[1], hi)) if bounds else (float(lo), float(hi))
 
 
 def mean_interval(x, *, confidence: float = 0.95, method: str = "auto") -> tuple[float, float, str, str]:

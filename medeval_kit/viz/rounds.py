@@ -8,7 +8,7 @@ import pandas as pd
 
 from .figures import figure
 
-__all__ = ["plot_round_means", "plot_component_trajectories", "plot_stop_best", "plot_curve_fits"]
+__all__ = ["plot_round_means", "plot_component_trajectories", "plot_stop_best", "plot_curve_fits", "plot_item_rounds"]
 
 _IMPUTATION_STYLE = {"available": ("o", "-", "available-only"), "locf": ("s", "--", "last value carried forward")}
 _IMPUTATION_OFFSET = {"available": -0.06, "locf": 0.06}
@@ -98,4 +98,23 @@ def plot_curve_fits(curves: pd.DataFrame, *, x: str = "t", points: pd.DataFrame 
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.legend(frameon=False)
+    return fig
+
+
+def plot_item_rounds(shares: pd.DataFrame, trajectory: pd.DataFrame, *, threshold: float = 0.9,
+                     title: str | None = None, ax=None):
+    """Return a Figure of one item's component score shares by round (``shares``: component, round,
+    share) with the total (``trajectory``: round, total) in black and the stopping threshold dashed."""
+    fig, ax = _axes(ax)
+    for comp, g in shares.groupby("component"):
+        ax.plot(g["round"], g["share"], marker="o", label=comp, lw=1)
+    ax.plot(trajectory["round"], trajectory["total"], color="black", lw=2, marker="s", label="total")
+    ax.axhline(threshold, color="grey", ls="--", lw=0.8)
+    ax.set_xticks(sorted(shares["round"].unique()))
+    ax.set_xlabel("round")
+    ax.set_ylabel("score / max")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=6, ncols=3, loc="lower right", frameon=False)
+    if title:
+        ax.set_title(title)
     return fig
