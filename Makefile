@@ -1,5 +1,6 @@
 # Two commands on a fresh machine (python3, make and a C compiler):
-#   make figures   set up .venv, then re-execute every study and regenerate figures/ and tables/
+#   make figures   set up .venv, then re-execute every study and regenerate the committed figures/ and tables/
+#                  (`medeval run --publish`; a plain `medeval run` writes only to runs/<study>/<run>/)
 #   make test      set up .venv, then run the whole test suite (unit, golden, notebooks via nbval)
 PYTHON ?= python3
 VENV   := .venv
@@ -32,7 +33,7 @@ setup: $(STAMP)
 APPS := $(wildcard notebooks/*_app.py)
 
 figures: setup
-	$(BIN)/medeval run --jobs $(JOBS)
+	$(BIN)/medeval run --publish --jobs $(JOBS)
 	$(MAKE) apps
 	$(BIN)/medeval report
 

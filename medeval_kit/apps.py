@@ -1,15 +1,546 @@
-"""Data access for the marimo apps in notebooks/, kept here so tests can reach it."""
+"""Data access for the marimo apps in notebooks/: the user's uploaded file, its column mapping, checks.
+
+Each app (``agreement``, ``judgments``, ``rounds``) needs a few *roles* (:data:`ROLES`): the item,
+the rater, the label ... The user's file is read by :func:`medeval_kit.datasets.read_table` (CSV,
+TSV, JSONL, JSON or Parquet), :func:`guess_mapping` pre-fills which column plays which role (exact
+name, then a known alias, then a similar name), and ``*_from_table`` turns the mapped table into the
+tidy table the app shows, checked by the library's own validation (``agreement.read_checked``,
+``bias.check_pairwise``, ``schemas.validate``). Errors are :class:`~medeval_kit.errors.SchemaError`
+naming the file, the user's own column and the rows. Without an upload the apps show the bundled
+datasets (:data:`BUNDLED`). Everything here is plain pandas, so tests reach it without marimo.
+"""
 
 from __future__ import annotations
 
+import difflib
+import html
+import re
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
 import pandas as pd
 
+from medeval_kit.errors import DataFileError, MedevalError, SchemaError
+
 __all__ = [
+    "Role", "ROLES", "TABLES", "UPLOAD_TYPES", "BUNDLED",
+    "read_upload", "app_table", "guess_mapping", "check_mapping", "roles_markdown", "table_note", "attempt",
+    "annotations_from_table", "judgments_from_table", "unknown_verdicts", "rounds_from_table",
+    "mapping_form", "problem_callout",
     "load_annotations_for_app", "load_judgments_for_app", "load_rounds_for_app",
-    "round_trajectory", "item_component_shares", "flip_table",
+    "round_trajectory", "item_component_shares", "round_rows", "round_texts", "rule_stop",
+    "flip_table", "position_summary", "shown_text",
 ]
 
+UPLOAD_TYPES = [".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".json", ".parquet", ".pq"]
+"""File types the upload accepts: what :func:`medeval_kit.datasets.read_table` reads."""
 
+
+@dataclass(frozen=True)
+class Role:
+    """One column an app needs: its tidy name, what it holds, whether it is required, names it often has."""
+
+    name: str
+    help: str
+    required: bool = True
+    aliases: tuple[str, ...] = ()
+
+
+_ITEM = ("item_id", "id", "case", "case_id", "question_id", "qid", "example_id", "sample_id", "pair_id",
+         "instance_id", "doc_id", "unit")
+_CRITERION = ("criteria", "dimension", "rubric", "metric", "question_type")
+
+ROLES: dict[str, tuple[Role, ...]] = {
+    "agreement": (
+        Role("item", "the item (case, question, pair) each label is about", aliases=_ITEM),
+        Role("rater", "who gave the label: a person or a model", aliases=(
+            "annotator", "annotator_id", "rater_id", "coder", "reviewer", "labeler", "labeller", "grader",
+            "physician", "evaluator", "judge", "worker_id")),
+        Role("label", "the label given (a category such as A / B / tie, or an ordinal score)", aliases=(
+            "verdict", "rating", "answer", "choice", "preference", "winner", "grade", "category", "annotation",
+            "class", "decision")),
+        Role("rater_kind", "'human' or 'llm' per row; else pick the human raters in the app", False, aliases=(
+            "kind", "rater_type", "annotator_type", "annotator_kind", "type", "role")),
+        Role("criterion", "the criterion, when raters labelled several", False, aliases=_CRITERION + ("aspect",)),
+    ),
+    "judgments": (
+        Role("item", "the pair of responses judged", aliases=_ITEM),
+        Role("judge", "the judge model (absent: one judge)", False, aliases=(
+            "judge_model", "judge_name", "judge_id", "grader", "evaluator", "annotator", "rater")),
+        Role("criterion", "the criterion (absent: one criterion 'overall')", False, aliases=_CRITERION),
+        Role("order", "presentation order: AB (A shown first) or BA (B shown first)", aliases=(
+            "presentation_order", "position", "ordering", "slot_order", "orientation", "swap")),
+        Role("verdict", "which model won (A / B / tie / neither) or which slot won (first / second / tie)",
+             aliases=("winner", "preference", "choice", "label", "decision", "result", "judgment", "judgement")),
+        Role("parse_status", "'ok' when the judge's output was parsed; anything else is a failed parse", False,
+             aliases=("status", "parsed", "parse_ok")),
+        Role("repeat", "repeat index when each pair was judged more than once per order", False, aliases=(
+            "sample", "trial", "epoch", "attempt", "run")),
+        Role("question", "the question or instruction (shown with the texts)", False, aliases=(
+            "prompt", "instruction", "input", "query")),
+        Role("text_a", "response A's text", False, aliases=(
+            "response_a", "answer_a", "output_a", "completion_a", "response_1", "output_1")),
+        Role("text_b", "response B's text", False, aliases=(
+            "response_b", "answer_b", "output_b", "completion_b", "response_2", "output_2")),
+    ),
+    "rounds": (
+        Role("item", "the item being refined", aliases=_ITEM),
+        Role("round", "refinement round, an integer (1 = initial draft)", aliases=(
+            "iteration", "iter", "round_id", "round_number", "step", "turn", "refinement_round")),
+        Role("component", "the part scored (context, question, answer ...)", aliases=(
+            "part", "section", "field", "element")),
+        Role("aspect", "rubric aspect, 'total' for the component score (absent: every row is a total)", False,
+             aliases=("sub_aspect", "rubric_aspect", "dimension")),
+        Role("score", "the score: a number, or an 'x/y' string such as 24/25", aliases=(
+            "points", "rating", "score_value")),
+        Role("max_score", "the maximum that score could reach (absent: scores are already 0-1 or 'x/y')", False,
+             aliases=("max", "max_points", "maximum", "out_of", "score_max", "full_score")),
+        Role("stop", "True on the round after which the run stopped (absent: each item's last round)", False,
+             aliases=("stopped", "is_stop", "stop_flag", "final")),
+        Role("best", "True on the round selected as the output (absent: the highest total, earliest)", False,
+             aliases=("selected", "is_best", "chosen")),
+        Role("critique", "the critic's feedback text", False, aliases=(
+            "feedback", "comment", "comments", "rationale", "explanation", "review")),
+        Role("text", "the component's text in that round", False, aliases=("content", "draft", "generation")),
+    ),
+}
+"""Per app, the roles its columns can play, in the order they are shown and guessed."""
+
+TABLES = {"agreement": "annotations", "judgments": "judgments", "rounds": "rounds"}
+"""The tidy table (:mod:`medeval_kit.schemas`) each app builds; named in its errors."""
+
+
+# --------------------------------------------------------------------------- reading
+def read_upload(name: str, contents: bytes) -> pd.DataFrame:
+    """Return the uploaded file as a table (cells as written, column names as text); errors name ``name``.
+
+    The bytes are read by :func:`medeval_kit.datasets.read_table` (``text=True``: CSV/TSV cells are
+    text, only an empty cell is missing), from a temporary file with the uploaded file's name.
+    """
+    from medeval_kit.datasets._io import read_table
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / (Path(name).name or "upload")
+        path.write_bytes(contents)
+        try:
+            df = read_table(path, text=True)
+        except DataFileError as exc:
+            raise DataFileError(str(exc).replace(str(path), name)) from None
+        except Exception as exc:  # e.g. pyarrow on a corrupt Parquet file
+            raise DataFileError(f"{name}: cannot be read ({type(exc).__name__}: {exc})") from None
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def _bundled_annotations(dataset: str) -> Callable[[], pd.DataFrame]:
+    return lambda: load_annotations_for_app(dataset)[0]
+
+
+def _bundled_rounds(source: str) -> Callable[[], pd.DataFrame]:
+    return lambda: load_rounds_for_app(source)
+
+
+BUNDLED: dict[str, dict[str, Callable[[], pd.DataFrame]]] = {
+    "agreement": {"pandalm": _bundled_annotations("pandalm"), "medqg_table19": _bundled_annotations("medqg_table19")},
+    "judgments": {"judging study": lambda: load_judgments_for_app(""),
+                  "synthetic (planted first-slot preference 0.2)": lambda: load_judgments_for_app("synthetic")},
+    "rounds": {"MedQG-SRefine traces (all)": _bundled_rounds("all"), "top10": _bundled_rounds("top10"),
+               "iter_feedback": _bundled_rounds("iter_feedback"), "icl_qgqa": _bundled_rounds("icl_qgqa")},
+}
+"""Per app, the bundled datasets shown when nothing is uploaded (name -> loader)."""
+
+
+def app_table(app: str, files: Sequence, bundled: str) -> tuple[pd.DataFrame | None, str, str]:
+    """Return ``(table, source, problem)``: the uploaded file (``mo.ui.file``'s value) if any, else ``bundled``.
+
+    ``problem`` is "" when the table could be read, else the reader's message (the table is None).
+    """
+    if files:
+        f = files[0]
+        try:
+            return read_upload(f.name, f.contents), f.name, ""
+        except MedevalError as exc:
+            return None, f.name, str(exc)
+    return BUNDLED[app][bundled](), f"bundled dataset {bundled!r}", ""
+
+
+def table_note(table: pd.DataFrame, source: str) -> str:
+    """Return a one-line Markdown note: which data is shown, its rows and columns."""
+    cols = ", ".join(f"`{c}`" for c in table.columns[:20]) + (" ..." if table.shape[1] > 20 else "")
+    return f"Showing <b id='data-source'>{html.escape(source)}</b>: {len(table):,} rows; columns {cols}."
+
+
+def roles_markdown(app: str) -> str:
+    """Return a Markdown table of the app's roles: column role, required or not, what it holds."""
+    lines = ["| role | needed | what the column holds |", "|:---|:---|:---|"]
+    lines += [f"| `{r.name}` | {'yes' if r.required else 'optional'} | {r.help} |" for r in ROLES[app]]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- mapping
+def _norm(name: str) -> str:
+    """The name in lower case without separators: ``Annotator ID`` -> ``annotatorid``."""
+    return re.sub(r"[^0-9a-z]", "", str(name).casefold())
+
+
+def guess_mapping(columns: Sequence, app: str) -> dict[str, str | None]:
+    """Return ``{role: column or None}``: the exact name first, then a known alias, then a similar name.
+
+    Each column plays at most one role; a pass over all roles ends before the next, looser pass starts,
+    so an exact ``label`` column is never taken by a similar name of another role.
+    """
+    cols = [str(c) for c in columns]
+    roles = ROLES[app]
+    out: dict[str, str | None] = {r.name: None for r in roles}
+    used: set[str] = set()
+
+    def take(role: Role, col: str | None) -> None:
+        if col is not None and out[role.name] is None and col not in used:
+            out[role.name] = col
+            used.add(col)
+
+    for r in roles:  # 1. the tidy name itself, any case
+        take(r, next((c for c in cols if c.casefold() == r.name), None))
+    for r in roles:  # 2. the name or an alias without case and separators
+        keys = [_norm(k) for k in (r.name, *r.aliases)]
+        take(r, next((c for k in keys for c in cols if c not in used and _norm(c) == k), None))
+    for r in roles:  # 3. a similar name (difflib ratio >= 0.8)
+        if out[r.name] is not None:
+            continue
+        free = {_norm(c): c for c in cols if c not in used}
+        for k in (r.name, *r.aliases):
+            hit = difflib.get_close_matches(_norm(k), list(free), n=1, cutoff=0.8)
+            if hit:
+                take(r, free[hit[0]])
+                break
+    return out
+
+
+def check_mapping(
+    columns: Sequence, mapping: Mapping[str, Any], app: str, *, source: str | None = None
+) -> dict[str, str]:
+    """Return ``{role: column}`` for the mapped roles; raise SchemaError when a required role has no column,
+    a mapped column is not in the file, or one column is mapped to two roles."""
+    table, cols = TABLES[app], [str(c) for c in columns]
+    out = {r.name: str(mapping[r.name]) for r in ROLES[app] if mapping.get(r.name) not in (None, "")}
+    for r in ROLES[app]:
+        if r.required and r.name not in out:
+            raise SchemaError(table, None, [], f"no column is chosen for {r.name!r} ({r.help}); pick it in the "
+                              f"'{r.name} column' dropdown. Columns in the file: {cols}", source)
+    for role, col in out.items():
+        if col not in cols:
+            raise SchemaError(table, col, [], f"column {col!r} (chosen for {role!r}) is not in the file; "
+                              f"columns: {cols}", source)
+    seen: dict[str, str] = {}
+    for role, col in out.items():
+        if col in seen:
+            raise SchemaError(table, col, [], f"column {col!r} is chosen for both {seen[col]!r} and {role!r}; "
+                              "each role needs its own column", source)
+        seen[col] = role
+    return out
+
+
+def _renamed(table: pd.DataFrame, m: Mapping[str, str], app: str) -> pd.DataFrame:
+    """The table with mapped columns under their role names; unmapped columns named like a role are dropped."""
+    roles = {r.name for r in ROLES[app]}
+    drop = [c for c in table.columns if c in roles and c not in m.values()]
+    keep = table.drop(columns=drop).rename(columns={col: role for role, col in m.items()})
+    return keep.reset_index(drop=True)
+
+
+def _in_user_terms(exc: SchemaError, m: Mapping[str, str]) -> SchemaError:
+    """The same error with the role names in its column replaced by the user's column names."""
+    col = ",".join(m.get(c, c) for c in exc.column.split(",")) if exc.column else None
+    return SchemaError(exc.table, col, exc.rows, exc.problem, exc.source)
+
+
+def attempt(fn: Callable, *args, **kwargs) -> tuple[Any, str]:
+    """Return ``(fn(...), "")``, or ``(None, message)`` when it raises a MedevalError (for the apps' callouts)."""
+    try:
+        return fn(*args, **kwargs), ""
+    except MedevalError as exc:
+        return None, str(exc)
+
+
+def _rows(mask) -> list[int]:
+    return [int(i) for i in np.flatnonzero(np.asarray(mask, dtype=bool))]
+
+
+def _text(v) -> str | None:
+    """A cell as stripped text; None for a missing value or a blank cell."""
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return None
+    t = str(v).strip()
+    return t or None
+
+
+# --------------------------------------------------------------------------- agreement
+def annotations_from_table(
+    table: pd.DataFrame, mapping: Mapping[str, Any], *, source: str | None = None
+) -> tuple[pd.DataFrame, list[str], list[str]]:
+    """Return ``(annotations, humans by the rater-kind column, label notes)`` from the user's mapped table.
+
+    The table goes through :func:`medeval_kit.agreement.read_checked` (labels as written, all-numeric
+    labels as numbers, an empty cell is a missing label); ``criterion`` is ``overall`` when not mapped.
+    Humans are the raters whose rater kind is ``human`` ([] without a rater-kind column).
+    """
+    from medeval_kit.agreement.io import read_checked
+    from medeval_kit.agreement.panel import HUMAN_KINDS, JUDGE_KINDS
+
+    m = check_mapping(table.columns, mapping, "agreement", source=source)
+    ann, notes = read_checked(source or "your file", frame=table.reset_index(drop=True), item=m["item"],
+                              rater=m["rater"], label=m["label"], criterion=m.get("criterion"),
+                              rater_kind=m.get("rater_kind"))
+    if "criterion" not in ann:
+        ann["criterion"] = "overall"
+    dup = ann.duplicated(["item", "rater", "criterion"], keep=False)
+    if dup.any():
+        cols = [m["item"], m["rater"]] + ([m["criterion"]] if "criterion" in m else [])
+        raise SchemaError("annotations", ",".join(cols), _rows(dup),
+                          "a rater labels an item more than once; each (item, rater"
+                          + (", criterion" if "criterion" in m else "") + ") must occur once", source)
+    humans: list[str] = []
+    if "rater_kind" in ann:
+        kinds = ann["rater_kind"]
+        bad = ~kinds.isin(HUMAN_KINDS + JUDGE_KINDS)
+        if bad.any():
+            raise SchemaError("annotations", m["rater_kind"], _rows(bad),
+                              f"unknown rater kind(s) {sorted(set(kinds[bad]))[:5]}; use 'human' for people and "
+                              f"one of {list(JUDGE_KINDS)} for models, or clear the 'rater_kind column' dropdown "
+                              "and pick the human raters instead", source)
+        humans = sorted(ann.loc[kinds.isin(HUMAN_KINDS), "rater"].unique())
+    return ann, humans, notes
+
+
+# --------------------------------------------------------------------------- judgments
+def _verdict_kind(v: str) -> str | None:
+    """``"model"`` for A/B/tie/neither, ``"slot"`` for first/second, None for anything else."""
+    from medeval_kit.pairwise import SLOT_LABELS, to_slot
+
+    try:
+        to_slot(v, "AB")
+        return "model"
+    except ValueError:
+        return "slot" if v.lower() in SLOT_LABELS else None
+
+
+def unknown_verdicts(table: pd.DataFrame | None, column: str | None) -> list[str]:
+    """Return the verdict values that are neither model terms (A/B/tie) nor slot terms (first/second)."""
+    if table is None or not column or column not in table.columns:
+        return []
+    vals = {t for t in map(_text, table[column]) if t is not None}
+    return sorted(v for v in vals if _verdict_kind(v) is None)
+
+
+def judgments_from_table(
+    table: pd.DataFrame, mapping: Mapping[str, Any], *, source: str | None = None, failed: Sequence[str] = ()
+) -> pd.DataFrame:
+    """Return two-order pairwise judgments with ``verdict`` in model terms (A/B/tie/neither) and ``parse_status``.
+
+    Verdicts may name the model (A/B) or the presented slot (first/second; mapped to A/B with the
+    order). An empty cell, a ``failed`` token or a ``parse_status`` other than ``ok`` is a failed
+    parse (``parse_status = "failed"``, verdict None), never a tie. Orders must be AB / BA. The
+    result passes :func:`medeval_kit.bias.check_pairwise` (both orders per pair, no duplicates);
+    unmapped judge / criterion / repeat become ``judge`` / ``overall`` / 0, missing texts "".
+    """
+    from medeval_kit.bias import check_pairwise
+    from medeval_kit.pairwise import ORDERS, to_slot, unswap
+
+    m = check_mapping(table.columns, mapping, "judgments", source=source)
+    d = _renamed(table, m, "judgments")
+    d["item"] = d["item"].astype(str)
+    for role, default in (("judge", "judge"), ("criterion", "overall")):
+        d[role] = d[role].astype(str) if role in m else default
+    d["repeat"] = _integers(d, "repeat", m, "judgments", source) if "repeat" in m else 0
+    order = d["order"].map(lambda v: (_text(v) or "").upper())
+    bad = ~order.isin(ORDERS)
+    if bad.any():
+        found = sorted({str(v) for v in d.loc[bad, "order"]})[:5]
+        raise SchemaError("judgments", m["order"], _rows(bad), f"the presentation order must be AB (A shown "
+                          f"first) or BA (B shown first); found {found}", source)
+    d["order"] = order
+    tokens = {str(t).strip() for t in failed}
+    cells = d["verdict"].map(_text)
+    is_failed = cells.isin(tokens) | cells.isna()
+    kinds = cells.map(lambda v: None if v is None else _verdict_kind(v))
+    bad = ~is_failed & kinds.isna()
+    if bad.any():
+        unknown = sorted(set(cells[bad]))[:8]
+        raise SchemaError("judgments", m["verdict"], _rows(bad),
+                          f"unknown verdict(s) {unknown}; expected which model won (A, B, tie, neither) or which "
+                          "presented slot won (first, second, tie, neither). If they mean that the judge's output "
+                          "could not be parsed, pick them under 'verdict values that mean a failed parse'", source)
+    decisive = kinds.where(~is_failed & ~cells.map(lambda v: str(v).lower() in ("tie", "neither")))
+    if decisive.nunique() > 1:  # A/B in some rows, first/second in others
+        raise SchemaError("judgments", m["verdict"], _rows(decisive.eq("slot")), "the column mixes model terms "
+                          "(A/B) and presented-slot terms (first/second); use one kind of verdict", source)
+    model = [None if f else (unswap(v, o) if k == "slot" else unswap(to_slot(v, o), o))
+             for v, k, o, f in zip(cells, kinds, d["order"], is_failed)]
+    status = (d["parse_status"].map(lambda v: (_text(v) or "").lower()) if "parse_status" in m
+              else pd.Series("ok", index=d.index))
+    d["parse_status"] = np.where(is_failed | (status != "ok"), "failed", "ok")
+    d["verdict"] = pd.Series(model, index=d.index, dtype=object).where(d["parse_status"] == "ok", None)
+    d["slot_verdict"] = [to_slot(v, o) if v is not None else None for v, o in zip(d["verdict"], d["order"])]
+    if "protocol" not in d:
+        d["protocol"] = "pairwise"
+    for col in ("question", "text_a", "text_b"):
+        d[col] = d[col].map(lambda v: _text(v) or "") if col in m else ""
+    try:
+        check_pairwise(d, slot_verdict="slot_verdict", protocol="protocol", source=source)
+    except SchemaError as exc:
+        raise _in_user_terms(exc, m) from None
+    return d
+
+
+def _integers(d: pd.DataFrame, role: str, m: Mapping[str, str], table: str, source: str | None) -> pd.Series:
+    """The role's column as int64; a missing or non-integer cell is a SchemaError naming the user's column."""
+    num = pd.to_numeric(d[role].map(_text), errors="coerce")
+    bad = num.isna() | (num % 1 != 0)
+    if bad.any():
+        ex = d.loc[bad, role].iloc[0]
+        raise SchemaError(table, m[role], _rows(bad), f"expected whole numbers, found {ex!r}", source)
+    return num.astype("int64")
+
+
+def flip_table(judgments: pd.DataFrame, *, judge: str, criterion: str) -> pd.DataFrame:
+    """Return one row per item with the (majority) verdict in each order and whether it flipped.
+
+    Verdicts are in model terms (A/B/tie); rows with parse failures count in ``n_failed`` and
+    their verdict is shown as ``"<failed>"``, so a failure is never read as a flip or a tie.
+    """
+    j = judgments[(judgments["judge"] == judge) & (judgments["criterion"] == criterion)].copy()
+    j["shown"] = j["verdict"].astype(object).where(j["parse_status"] == "ok", "<failed>")
+    agg = (j.groupby(["item", "order"])["shown"].agg(lambda s: s.mode().iloc[0] if len(s.mode()) == 1 else "mixed")
+           .unstack("order"))
+    fails = j.groupby("item")["parse_status"].apply(lambda s: int((s != "ok").sum())).rename("n_failed")
+    extra = j.groupby("item")[["question", "text_a", "text_b"]].first() if "text_a" in j else None
+    out = agg.rename(columns={"AB": "verdict_AB", "BA": "verdict_BA"}).join(fails)
+    if extra is not None:
+        out = out.join(extra)
+    out = out.dropna(subset=["verdict_AB", "verdict_BA"]).reset_index()
+    valid = ~out["verdict_AB"].isin(["<failed>", "mixed"]) & ~out["verdict_BA"].isin(["<failed>", "mixed"])
+    out["flip"] = valid & (out["verdict_AB"] != out["verdict_BA"])
+    return out
+
+
+def shown_text(v) -> str:
+    """Return a cell as text safe inside Markdown: HTML escaped, "" for a missing value."""
+    return html.escape(_text(v) or "")
+
+
+def position_summary(judgments: pd.DataFrame, *, judge: str, criterion: str, n_boot: int = 1000,
+                     seed: int = 0) -> pd.DataFrame:
+    """Return :func:`medeval_kit.bias.position_bias` rows (flip rate, first-slot rate ...) of one judge, criterion."""
+    from medeval_kit.bias import position_bias
+
+    j = judgments[(judgments["judge"] == judge) & (judgments["criterion"] == criterion)]
+    return position_bias(j, slot_verdict="slot_verdict", verdict=None, protocol=None, n_boot=n_boot, seed=seed)
+
+
+# --------------------------------------------------------------------------- rounds
+_BOOLS = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False, "1.0": True, "0.0": False}
+
+
+def _booleans(d: pd.DataFrame, role: str, m: Mapping[str, str], source: str | None) -> pd.Series:
+    """The role's column as bool (True/False, 1/0, yes/no); anything else is a SchemaError naming the column."""
+    val = d[role].map(lambda v: v if isinstance(v, (bool, np.bool_)) else _BOOLS.get((_text(v) or "").lower()))
+    bad = val.isna()
+    if bad.any():
+        ex = d.loc[bad, role].iloc[0]
+        raise SchemaError("rounds", m[role], _rows(bad), f"expected True/False (or 1/0, yes/no), found {ex!r}", source)
+    return val.astype(bool)
+
+
+def _scores(d: pd.DataFrame, m: Mapping[str, str], source: str | None) -> tuple[pd.Series, pd.Series, pd.Series]:
+    """Return (score, max_score, parse_status): numbers as numbers, ``x/y`` strings parsed, else failed."""
+    from medeval_kit.datasets.scores import parse_score_string
+
+    text = d["score"].map(_text)
+    num = pd.to_numeric(text, errors="coerce").astype(float)
+    parsed = [parse_score_string(t) if t is not None and np.isnan(x) else None for t, x in zip(text, num)]
+    frac = pd.Series([p.status == "ok" if p is not None else False for p in parsed], index=d.index)
+    score = num.where(~frac, [p.score if p is not None else np.nan for p in parsed])
+    from_frac = pd.Series([p.max_score if p is not None else np.nan for p in parsed], index=d.index)
+    if "max_score" in m:
+        mtext = d["max_score"].map(_text)
+        mx = pd.to_numeric(mtext, errors="coerce").astype(float)
+        bad = mtext.notna() & mx.isna()
+        if bad.any():
+            raise SchemaError("rounds", m["max_score"], _rows(bad), f"expected numbers, found "
+                              f"{d.loc[bad, 'max_score'].iloc[0]!r}", source)
+        mx = mx.where(~(frac & mx.isna()), from_frac)
+    else:
+        mx = from_frac
+        over = score.notna() & mx.isna() & (score > 1)
+        if over.any():
+            raise SchemaError("rounds", m["score"], _rows(over), "scores above 1 need their maximum: choose a "
+                              "'max_score column', or give 'x/y' strings such as 24/25", source)
+    status = pd.Series(np.where(score.isna(), "failed", "ok"), index=d.index)
+    return score, mx, status
+
+
+def rounds_from_table(table: pd.DataFrame, mapping: Mapping[str, Any], *, source: str | None = None) -> pd.DataFrame:
+    """Return the user's mapped table as a validated ``rounds`` table (:mod:`medeval_kit.schemas`).
+
+    Scores are numbers or ``x/y`` strings (parsed by :func:`~medeval_kit.datasets.parse_score_string`;
+    an unparsable score is NA with ``parse_status = "failed"`` and its text kept in ``raw_score``).
+    Unmapped roles: aspect ``total``, stop on each item's last round, best = the highest total
+    (:func:`medeval_kit.rounds.fill_best_rounds`), critique and text "".
+    """
+    from medeval_kit.rounds import fill_best_rounds
+    from medeval_kit.schemas import validate
+
+    m = check_mapping(table.columns, mapping, "rounds", source=source)
+    d = _renamed(table, m, "rounds")
+    d["item"] = d["item"].astype(str)
+    d["round"] = _integers(d, "round", m, "rounds", source)
+    d["component"] = d["component"].map(_text)
+    d["aspect"] = d["aspect"].map(lambda v: _text(v) or "total") if "aspect" in m else "total"
+    if "raw_score" not in d:
+        d["raw_score"] = d["score"].map(lambda v: _text(v) or "")
+    d["score"], d["max_score"], status = _scores(d, m, source)
+    if "parse_status" not in d:
+        d["parse_status"] = status
+    d["stop"] = (_booleans(d, "stop", m, source) if "stop" in m
+                 else d["round"] == d.groupby("item")["round"].transform("max"))
+    if "best" in m:
+        d["best"] = _booleans(d, "best", m, source)
+    for col in ("critique", "text"):
+        d[col] = d[col].map(lambda v: _text(v) or "") if col in m else ""
+    try:
+        validate(d.assign(best=d.get("best", False)), "rounds", source=source)
+    except SchemaError as exc:
+        raise _in_user_terms(exc, m) from None
+    return d if "best" in m else fill_best_rounds(d)
+
+
+# --------------------------------------------------------------------------- marimo widgets
+def mapping_form(table: pd.DataFrame, app: str):
+    """Return a ``mo.ui.dictionary`` of labelled dropdowns (role -> column), pre-filled by :func:`guess_mapping`."""
+    import marimo as mo
+
+    guess = guess_mapping(table.columns, app)
+    cols = [str(c) for c in table.columns]
+    return mo.ui.dictionary({
+        r.name: mo.ui.dropdown(options=cols, value=guess[r.name], allow_select_none=True,
+                               label=f"{r.name} column" + ("" if r.required else " (optional)"))
+        for r in ROLES[app]
+    })
+
+
+def problem_callout(message: str):
+    """Return a red marimo callout showing ``message`` as plain text (escaped, wrapped)."""
+    import marimo as mo
+
+    return mo.callout(mo.Html(f"<p class='medeval-problem' style='white-space: pre-wrap'>{html.escape(message)}</p>"),
+                      kind="danger")
+
+
+# --------------------------------------------------------------------------- bundled data
 def load_annotations_for_app(dataset: str) -> tuple[pd.DataFrame, list[str], list[str]]:
     """Return (annotations, human raters, LLM judges) for ``"pandalm"`` or ``"medqg_table19"``.
 
@@ -36,8 +567,6 @@ def load_judgments_for_app(path: str = "") -> pd.DataFrame:
     (``tables/judging/judgments.csv``), or a synthetic table with a planted bias if that is absent;
     ``"synthetic"`` asks for the synthetic table.
     """
-    from pathlib import Path
-
     from medeval_kit.datasets import read_table
     from medeval_kit.paths import root as project_root
 
@@ -69,38 +598,56 @@ def load_rounds_for_app(source: str = "all") -> pd.DataFrame:
     return fill_best_rounds(load_medqg_rounds(source))
 
 
+# --------------------------------------------------------------------------- rounds views
+def _component_rows(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
+    """The item's component rows (aspect ``total``) with ``share`` = score / max (the score when max is NA)."""
+    r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")].copy()
+    mx = r["max_score"].where(r["max_score"] > 0)
+    r["share"] = (r["score"] / mx).where(mx.notna(), r["score"])
+    return r
+
+
 def round_trajectory(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
     """Return one row per round of ``item``: total (mean of component score / max), best, stop."""
-    r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")].copy()
-    r["share"] = r["score"] / r["max_score"]
-    out = r.groupby("round").agg(total=("share", "mean"), n_components=("share", "count"),
-                                 best=("best", "any"), stop=("stop", "any")).reset_index()
-    return out
+    r = _component_rows(rounds, item)
+    return r.groupby("round").agg(total=("share", "mean"), n_components=("share", "count"),
+                                  best=("best", "any"), stop=("stop", "any")).reset_index()
 
 
 def item_component_shares(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
     """Return one row per (component, round) of ``item`` with its score share (score / max)."""
-    r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")].copy()
-    r["share"] = r["score"] / r["max_score"]
-    return r[["component", "round", "share"]]
+    return _component_rows(rounds, item)[["component", "round", "share"]]
 
 
-def flip_table(judgments: pd.DataFrame, *, judge: str, criterion: str) -> pd.DataFrame:
-    """Return one row per item with the (majority) verdict in each order and whether it flipped.
+ROUND_VIEW = ["round", "component", "aspect", "raw_score", "score", "max_score", "parse_status", "critique"]
+"""Columns of the rounds app's table, those present shown in this order."""
 
-    Verdicts are in model terms (A/B/tie); rows with parse failures count in ``n_failed`` and
-    their verdict is shown as ``"<failed>"``, so a failure is never read as a flip or a tie.
+
+def round_rows(rounds: pd.DataFrame, item: str, component: str = "(all)") -> pd.DataFrame:
+    """Return the rows of ``item`` (one ``component``, or ``"(all)"``) in the columns of :data:`ROUND_VIEW`."""
+    rows = rounds[rounds["item"] == item]
+    if component != "(all)":
+        rows = rows[rows["component"] == component]
+    return rows[[c for c in ROUND_VIEW if c in rows.columns]].reset_index(drop=True)
+
+
+def round_texts(rounds: pd.DataFrame, item: str) -> dict[str, str]:
+    """Return ``{"round k <component>": text}`` of ``item``: the question component if there is one, else all."""
+    if "text" not in rounds.columns:
+        return {}
+    r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")]
+    r = r[r["text"].map(lambda v: _text(v) is not None)]
+    if (r["component"] == "question").any():
+        r = r[r["component"] == "question"]
+    return {f"round {int(x.round)} {x.component}": str(x.text) for x in r.itertuples()}
+
+
+def rule_stop(rounds: pd.DataFrame, item: str, rule: str, threshold: float) -> tuple[int, str]:
+    """Return (round, reason) at which ``item``'s run would stop under ``rule`` and ``threshold`` (no round budget).
+
+    ``reason`` is ``rule`` (the scores met it) or ``end_of_trace`` (they never did before the last round).
     """
-    j = judgments[(judgments["judge"] == judge) & (judgments["criterion"] == criterion)].copy()
-    j["shown"] = j["verdict"].astype(object).where(j["parse_status"] == "ok", "<failed>")
-    agg = (j.groupby(["item", "order"])["shown"].agg(lambda s: s.mode().iloc[0] if len(s.mode()) == 1 else "mixed")
-           .unstack("order"))
-    fails = j.groupby("item")["parse_status"].apply(lambda s: int((s != "ok").sum())).rename("n_failed")
-    extra = j.groupby("item")[["question", "text_a", "text_b"]].first() if "text_a" in j else None
-    out = agg.rename(columns={"AB": "verdict_AB", "BA": "verdict_BA"}).join(fails)
-    if extra is not None:
-        out = out.join(extra)
-    out = out.dropna(subset=["verdict_AB", "verdict_BA"]).reset_index()
-    valid = ~out["verdict_AB"].isin(["<failed>", "mixed"]) & ~out["verdict_BA"].isin(["<failed>", "mixed"])
-    out["flip"] = valid & (out["verdict_AB"] != out["verdict_BA"])
-    return out
+    from medeval_kit.rounds import apply_stopping_rule
+
+    r = apply_stopping_rule(rounds[rounds["item"] == item], rule, threshold, max_rounds=None, truncate=True)
+    return int(r.loc[r["stop"], "round"].min()), str(r["stop_reason"].iloc[0])

@@ -1,13 +1,106 @@
-"""Save result tables as CSV, Markdown and LaTeX side by side."""
+"""Save result tables as CSV, Markdown and LaTeX side by side, byte-stable on any machine.
+
+Numbers are written at fixed significant digits chosen per column type, so the last-digit floating-point
+differences between machines (~1e-16) never reach a committed file:
+
+* integers (and floats that hold whole numbers, such as counts with a missing value) as integers, never ``105.0``;
+* other floats at :data:`CSV_DIGITS` (6) significant digits in CSV and :data:`TEXT_DIGITS` (4) in Markdown
+  and LaTeX; columns named in :data:`DIGITS` keep more (``ours``, the number re-checked against a paper's
+  printed value at up to ~10 decimals, keeps 12);
+* values within 1e-10 of zero relative to their column's largest magnitude are rounding noise and written as
+  ``0`` (p-value columns excepted: a p-value of 1e-17 is a value, not noise);
+* missing values as empty cells.
+"""
 
 from __future__ import annotations
 
 import html
+import math
+import re
+from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-__all__ = ["save_table"]
+__all__ = ["save_table", "format_number", "format_frame", "CSV_DIGITS", "TEXT_DIGITS", "DIGITS"]
+
+CSV_DIGITS = 6
+"""Significant digits of a float in CSV: enough for every comparison with a published number."""
+TEXT_DIGITS = 4
+"""Significant digits of a float in Markdown and LaTeX (for reading)."""
+DIGITS: dict[str, int] = {"ours": 12}
+"""Columns kept at more significant digits in every format (``ours``: printed values have up to ~10 decimals)."""
+NOISE = 1e-10
+"""A value this small relative to its column's largest magnitude is floating-point noise around zero."""
+_P_VALUE = re.compile(r"(^|_)p($|_)|p_?value", re.IGNORECASE)
+_WHOLE = 1e15  # whole floats below this are written as integers (exactly representable)
+
+
+def format_number(v: Any, digits: int = CSV_DIGITS) -> Any:
+    """Return a number as text: '' when missing, integers whole, other floats at ``digits`` significant digits.
+
+    Anything that is not a number (text, dates) comes back unchanged.
+
+    >>> [format_number(x) for x in (105.0, 0.1 + 0.2, 1 / 3, 2.5e-7, float("nan"), True, "x")]
+    ['105', '0.3', '0.333333', '2.5e-07', '', 'True', 'x']
+    """
+    if v is None or v is pd.NA or v is pd.NaT:
+        return ""
+    if isinstance(v, (bool, np.bool_)):
+        return str(bool(v))
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f):
+            return ""
+        if math.isinf(f):
+            return "inf" if f > 0 else "-inf"
+        if f.is_integer() and abs(f) < _WHOLE:
+            return str(int(f))
+        return f"{f:.{digits}g}"
+    return v
+
+
+def _snap(col: pd.Series, name: str) -> pd.Series:
+    """The column with floating-point noise around zero set to 0 (not for p-values)."""
+    if _P_VALUE.search(str(name)):
+        return col
+    x = pd.to_numeric(col, errors="coerce").astype(float)
+    finite = np.abs(x[np.isfinite(x)])
+    top = float(finite.max()) if len(finite) else 0.0
+    noise = x.abs() < NOISE * top
+    return col.mask(noise, 0.0) if noise.any() else col
+
+
+def format_frame(df: pd.DataFrame, digits: int = CSV_DIGITS, *, columns: Mapping[str, int] | None = None,
+                 float_format: str | None = None) -> pd.DataFrame:
+    """Return ``df`` with every numeric cell as text (see the module doc); ``columns`` maps names to their digits."""
+    wide = {**DIGITS, **dict(columns or {})}
+    out = df.copy()
+    for name in out.columns:
+        col = out[name]
+        if pd.api.types.is_bool_dtype(col.dtype) or pd.api.types.is_integer_dtype(col.dtype):
+            out[name] = col.map(format_number).astype(object)
+            continue
+        if pd.api.types.is_float_dtype(col.dtype):
+            col = _snap(col, name)
+        elif not (col.dtype == object and col.map(lambda v: isinstance(v, (float, np.floating))).any()):
+            continue  # text, dates and other non-numeric columns are written as they are
+        d = wide.get(str(name), digits)
+        if float_format is not None and str(name) not in wide:
+            out[name] = col.map(lambda v: format_number(v) if _whole_or_missing(v) else float_format.format(v)
+                                ).astype(object)
+        else:
+            out[name] = col.map(partial(format_number, digits=d)).astype(object)
+    return out
+
+
+def _whole_or_missing(v: Any) -> bool:
+    return not isinstance(v, (float, np.floating)) or math.isnan(v) or (float(v).is_integer() and abs(v) < _WHOLE)
 
 
 def save_table(
@@ -16,14 +109,18 @@ def save_table(
     outdir: str | Path,
     *,
     caption: str | None = None,
-    float_format: str = "{:.3f}",
+    float_format: str | None = None,
+    digits: Mapping[str, int] | None = None,
     index: bool = False,
 ) -> dict[str, Path]:
     r"""Write ``df`` to ``outdir/name.{csv,md,tex}``; return the paths by format.
 
-    The CSV keeps full precision; Markdown and LaTeX round floats with ``float_format``. In Markdown,
-    text cells are made safe: HTML in the data is escaped, ``|`` becomes ``\|`` and line breaks
-    become ``<br>``, so a model reply can never break the table or inject markup.
+    Numbers are written at fixed significant digits per column type (module doc): floats at 6 in CSV and
+    4 in Markdown and LaTeX (``float_format``, e.g. ``"{:.3f}"``, overrides the latter), integers whole,
+    and ``digits`` (column -> significant digits) keeps chosen columns more precise. The same table gives
+    the same bytes on every machine. In Markdown, text cells are made safe: HTML in the data is escaped,
+    ``|`` becomes ``\|`` and line breaks become ``<br>``, so a model reply can never break the table or
+    inject markup.
 
     >>> import pandas as pd, tempfile
     >>> paths = save_table(pd.DataFrame({"x": [1.23456]}), "t", tempfile.mkdtemp())
@@ -33,12 +130,14 @@ def save_table(
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / f"{name}.csv", "md": out / f"{name}.md", "tex": out / f"{name}.tex"}
-    df.to_csv(paths["csv"], index=index)
-    shown = df.copy()
-    for col in shown.columns:
-        if pd.api.types.is_float_dtype(shown[col].dtype):
-            shown[col] = shown[col].map(lambda v: "" if pd.isna(v) else float_format.format(v))
-    md = _markdown_safe(shown).to_markdown(index=index)
+    format_frame(df, CSV_DIGITS, columns=digits).to_csv(paths["csv"], index=index)
+    shown = format_frame(df, TEXT_DIGITS, columns=digits, float_format=float_format).astype(object)
+    shown = shown.where(shown.notna(), "")  # a missing text cell is empty, as in the CSV
+    numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)
+               for c in df.columns]
+    align = (["left"] if index else []) + ["right" if n else "left" for n in numeric]
+    # disable_numparse: tabulate would otherwise re-format number-like text ("0.850" -> "0.85")
+    md = _markdown_safe(shown).to_markdown(index=index, disable_numparse=True, colalign=align or None)
     if caption:
         md = f"{caption}\n\n{md}"
     paths["md"].write_text(md + "\n")

@@ -2,11 +2,13 @@
 # requires-python = ">=3.10"
 # dependencies = ["medeval_kit", "marimo"]
 # ///
-"""Judgments explorer: filter by judge, criterion and order; see position flips side by side with both texts.
+"""Judgments explorer: upload your pairwise judge's verdicts in both presentation orders (or use the
+judging study's output), map its columns, then filter by judge and criterion and read the position
+flips side by side with both texts.
 
 Run with `marimo run notebooks/judgments_app.py`, or `python notebooks/judgments_app.py` to print a summary.
-Reads the judging study's `tables/judging/judgments.csv`; without it, a synthetic table with a
-planted first-slot preference.
+Without an upload it reads the judging study's `tables/judging/judgments.csv`; without that, a
+synthetic table with a planted first-slot preference.
 """
 
 import marimo
@@ -19,40 +21,89 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
-    from medeval_kit.apps import flip_table, load_judgments_for_app
+    from medeval_kit import apps
 
-    return flip_table, load_judgments_for_app, mo
-
-
-@app.cell
-def _(mo):
-    source = mo.ui.dropdown(options=["judging study", "synthetic (planted first-slot preference 0.2)"],
-                            value="judging study", label="data")
-    source
-    return (source,)
+    return apps, mo
 
 
 @app.cell
-def _(load_judgments_for_app, mo, source):
-    judgments = load_judgments_for_app("synthetic" if source.value.startswith("synthetic") else "")
-    judge = mo.ui.dropdown(options=sorted(judgments["judge"].unique()),
-                           value=sorted(judgments["judge"].unique())[0], label="judge")
-    criterion = mo.ui.dropdown(options=sorted(judgments["criterion"].unique()),
-                               value=sorted(judgments["criterion"].unique())[0], label="criterion")
+def _(apps, mo):
+    mo.vstack([mo.md("""
+    # Judgments explorer: position flips
+
+    A pairwise judge that sees the same two responses in both orders (A first, then B first) should
+    pick the same response. This app counts the pairs whose verdict changes with the order (flips),
+    with the flip rate's 95% bootstrap CI over pairs, and shows both texts of any pair.
+
+    **Your file**: one row per judge call: the pair (item), the presentation order (`AB` = A shown
+    first, `BA` = B shown first) and the verdict, either which model won (`A`, `B`, `tie`) or which
+    presented slot won (`first`, `second`, `tie`). An empty verdict is a failed parse, never a tie.
+    CSV, TSV, JSONL, JSON or Parquet. Without an upload the app shows the judging study's output.
+    """), mo.md(apps.roles_markdown("judgments"))])
+    return
+
+
+@app.cell
+def _(apps, mo):
+    upload = mo.ui.file(filetypes=apps.UPLOAD_TYPES, label="Upload your judgments file")
+    source_choice = mo.ui.dropdown(options=list(apps.BUNDLED["judgments"]), value="judging study",
+                                   label="bundled data (used when no file is uploaded)")
+    mo.hstack([upload, source_choice], justify="start", gap=2)
+    return source_choice, upload
+
+
+@app.cell
+def _(apps, mo, source_choice, upload):
+    raw, source, read_problem = apps.app_table("judgments", upload.value, source_choice.value)
+    mo.stop(bool(read_problem), apps.problem_callout(read_problem))
+    mapping = apps.mapping_form(raw, "judgments")
+    mo.vstack([mo.md(apps.table_note(raw, source) + " Which column is which?"), mapping.hstack(wrap=True)])
+    return mapping, raw, source
+
+
+@app.cell
+def _(apps, mapping, mo, raw):
+    odd_verdicts = apps.unknown_verdicts(raw, mapping.value.get("verdict"))
+    failed_tokens = mo.ui.multiselect(options=odd_verdicts, value=[],
+                                      label="verdict values that mean a failed parse")
+    failed_tokens if odd_verdicts else None
+    return (failed_tokens,)
+
+
+@app.cell
+def _(apps, failed_tokens, mapping, mo, raw, source):
+    judgments, problem = apps.attempt(apps.judgments_from_table, raw, mapping.value, source=source,
+                                      failed=failed_tokens.value)
+    mo.stop(bool(problem), apps.problem_callout(problem))
+    return (judgments,)
+
+
+@app.cell
+def _(judgments, mo):
+    judge_names = sorted(judgments["judge"].unique())
+    criteria = sorted(judgments["criterion"].unique())
+    judge = mo.ui.dropdown(options=judge_names, value=judge_names[0], label="judge")
+    criterion = mo.ui.dropdown(options=criteria, value=criteria[0], label="criterion")
     only_flips = mo.ui.checkbox(value=False, label="only position flips")
-    mo.hstack([judge, criterion, only_flips])
-    return criterion, judge, judgments, only_flips
+    n_boot = mo.ui.slider(200, 2000, step=200, value=1000, label="bootstrap resamples", show_value=True)
+    mo.hstack([judge, criterion, only_flips, n_boot], justify="start", gap=2, wrap=True)
+    return criterion, judge, n_boot, only_flips
 
 
 @app.cell
-def _(criterion, flip_table, judge, judgments, mo, only_flips):
-    flips = flip_table(judgments, judge=judge.value, criterion=criterion.value)
+def _(apps, criterion, judge, judgments, mo, n_boot, only_flips):
+    flips = apps.flip_table(judgments, judge=judge.value, criterion=criterion.value)
     n_flip = int(flips["flip"].sum())
     shown = flips[flips["flip"]] if only_flips.value else flips
+    bias = apps.position_summary(judgments, judge=judge.value, criterion=criterion.value,
+                                 n_boot=n_boot.value).set_index("metric")
+    fr, fs = bias.loc["flip_rate"], bias.loc["first_slot_rate"]
     mo.md(
         f"**{judge.value} / {criterion.value}**: {len(flips)} items judged in both orders; "
-        f"<span id='n-flips'>{n_flip}</span> flips "
-        f"({n_flip / max(len(flips), 1):.1%}); parse failures: {int(flips['n_failed'].sum())}."
+        f"<span id='n-flips'>{n_flip}</span> flips; flip rate {fr['estimate']:.1%} "
+        f"[{fr['ci_low']:.1%}, {fr['ci_high']:.1%}] (n = {int(fr['n_items'])} pairs with both orders parsed, "
+        f"{n_boot.value} bootstrap resamples); first slot wins {fs['estimate']:.1%} of decisive calls; "
+        f"parse failures: {int(flips['n_failed'].sum())}. Showing <span id='n-shown'>{len(shown)}</span> items."
     )
     return flips, n_flip, shown
 
@@ -66,25 +117,25 @@ def _(mo, shown):
 
 
 @app.cell
-def _(mo, shown, table):
+def _(apps, mo, shown, table):
     pick = table.value
     row = (shown[shown["item"] == pick["item"].iloc[0]] if len(pick) else shown).iloc[0] if len(shown) else None
     mo.stop(row is None, mo.md("_No items match._"))
     mo.vstack([
-        mo.md(f"**{row['item']}**: {row['question']}\n\nAB order said **{row['verdict_AB']}**, "
-              f"BA order said **{row['verdict_BA']}**."),
-        mo.hstack([mo.md(f"**Response A**\n\n{row['text_a']}"), mo.md(f"**Response B**\n\n{row['text_b']}")],
-                  widths="equal"),
+        mo.md(f"**{apps.shown_text(row['item'])}**: {apps.shown_text(row['question'])}\n\n"
+              f"AB order said **{row['verdict_AB']}**, BA order said **{row['verdict_BA']}**."),
+        mo.hstack([mo.md(f"**Response A**\n\n{apps.shown_text(row['text_a'])}"),
+                   mo.md(f"**Response B**\n\n{apps.shown_text(row['text_b'])}")], widths="equal"),
     ])
-    return pick, row
+    return
 
 
 @app.cell
-def _(flip_table, judgments, mo, source):
+def _(apps, judgments, mo, source):
     if not mo.running_in_notebook():
-        print("data:", source.value)
+        print("data:", source)
         for (j, c), _g in judgments.groupby(["judge", "criterion"]):
-            f = flip_table(judgments, judge=j, criterion=c)
+            f = apps.flip_table(judgments, judge=j, criterion=c)
             print(f"{j} / {c}: {len(f)} items, {int(f['flip'].sum())} flips, {int(f['n_failed'].sum())} parse failures")
     return
 

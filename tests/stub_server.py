@@ -23,7 +23,11 @@ recorded in ``state.billed`` as ``(model, prompt_tokens, completion_tokens, deli
 replies lost to a timeout, a reset or a broken body (providers bill those too). ``usage="bytes"``
 reports adversarial token counts (prompt tokens = UTF-8 bytes of every message, the most a
 byte-level BPE tokenizer can emit; completion tokens = ``max_tokens``); ``usage_scale`` multiplies
-the reported usage (a server that over-reports).
+the reported usage (a server that over-reports). ``refuse_formats`` (e.g. ``("json_schema",)``) makes
+the server refuse those ``response_format`` types as servers without them do (``json_schema``: the
+llama.cpp Python server's HTTP 500 "Input should be 'text' or 'json_object'"; others: an HTTP 400);
+``state.formats`` counts chat attempts per ``response_format`` type (``"none"`` without one). Without
+a ``response_format``, a prompt whose last line is a JSON schema is answered with an instance of it.
 
 Use in tests::
 
@@ -110,6 +114,15 @@ def reply_text(body: dict[str, Any], schema: dict[str, Any] | None) -> str:
     return f"stub reply {k[:8]}"
 
 
+def schema_at_end(text: str) -> dict[str, Any] | None:
+    """The JSON schema a prompt ends with (its last line), as a capable model would follow it; else None."""
+    try:
+        value = json.loads(text.rstrip().rsplit("\n", 1)[-1])
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) and ("type" in value or "properties" in value) else None
+
+
 def openai_completion(body: dict[str, Any]) -> dict[str, Any]:
     rf = body.get("response_format") or {}
     schema = None
@@ -117,6 +130,8 @@ def openai_completion(body: dict[str, Any]) -> dict[str, Any]:
         schema = (rf.get("json_schema") or {}).get("schema") or {}
     elif rf.get("type") == "json_object":
         schema = rf.get("schema") or {}
+    elif not rf:
+        schema = schema_at_end(_last_user(body.get("messages", [])))
     text = reply_text(body, schema)
     ptok = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", [])) + 3
     return {
@@ -190,7 +205,8 @@ class StubState:
                  retry_after: float = 0.0,
                  timeout_sleep: float = 2.0, batch_polls: int = 1, batch_error_ids: set[str] | None = None,
                  batch_error_echo_key: bool = False, fault_batches: bool = False,
-                 batch_empty_ids: set[str] | None = None, seed: int = 0) -> None:
+                 batch_empty_ids: set[str] | None = None, refuse_formats: tuple[str, ...] = (),
+                 seed: int = 0) -> None:
         self.latency, self.retry_after, self.timeout_sleep = latency, retry_after, timeout_sleep
         self.rates = {"429": p429, "500": p500, "timeout": ptimeout, "malformed": pmalformed,
                       "truncated": ptruncated, "400": p400, "401": p401, "403": p403, "404": p404, "422": p422,
@@ -202,6 +218,8 @@ class StubState:
         self.batch_error_echo_key = batch_error_echo_key  # batch item errors quote the caller's key
         self.fault_batches = fault_batches  # the queued script also applies to batch submissions
         self.batch_empty_ids = set(batch_empty_ids or ())  # batch items answered with no content
+        self.refuse_formats = set(refuse_formats)  # response_format types answered with an error
+        self.formats: Counter[str] = Counter()  # chat attempts per response_format type ("none": without)
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.script: deque[str] = deque()
@@ -396,7 +414,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/v1/messages/batches":
             return self._anthropic_batch_create(body)
         if path.endswith("/chat/completions") or path == "/v1/messages":
-            if self._fault(path, body):
+            if self._fault(path, body) or self._refused_format(path, body):
                 return
             if st.latency:
                 time.sleep(st.latency)
@@ -410,6 +428,25 @@ class Handler(BaseHTTPRequestHandler):
             self._bill(reply, delivered=True)
             return self._send(reply)
         self._error(404, f"unknown path {path}")
+
+    def _refused_format(self, path: str, body: dict[str, Any]) -> bool:
+        """Count the chat attempt by response format; refuse it (True) when its type is in ``refuse_formats``."""
+        if not path.endswith("/chat/completions"):
+            return False
+        fmt = (body.get("response_format") or {}).get("type") or "none"
+        st = self.state
+        with st.lock:
+            st.formats[fmt] += 1
+        if fmt not in st.refuse_formats:
+            return False
+        if fmt == "json_schema":  # llama_cpp.server's own words (HTTP 500)
+            self._send({"error": {"message": "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                                  "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+                                  "'input': 'json_schema'}", "type": "internal_server_error", "param": None,
+                                  "code": None}}, 500)
+        else:
+            self._error(400, f"response_format type {fmt!r} is not supported by this server")
+        return True
 
     def _batch_error_message(self) -> str:
         if not self.state.batch_error_echo_key:

@@ -540,3 +540,123 @@ def test_every_public_coefficient_function_reads_the_registry():
     X = long_from_matrix(np.array([[1.0, 2.0], [2.0, 3.0], [3.0, np.nan], [4.0, 4.0]]))
     r = ag.icc(X[X["label"].notna()], form="icc1")
     assert r.n_items == 3 and r.n_failed == 1 and "1 items without a label" in r.note
+
+
+# --------------------------------------------------------------------------- large files: same numbers, faster
+
+
+def _panel(n=600, raters=3, k=3, missing=0.1, seed=0):
+    """A long table whose items share label rows (few raters, few labels): what compact statistics exploit."""
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, k, n)
+    M = np.where(rng.random((n, raters)) < 0.7, truth[:, None], rng.integers(0, k, (n, raters))).astype(object)
+    M[rng.random(M.shape) < missing] = None
+    return long_from_matrix(np.vectorize(lambda v: "NA" if v is None else "abc"[v])(M), missing="NA")
+
+
+@pytest.mark.parametrize("metric", ["percent_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha",
+                                    "gwet_ac2", "conger_kappa", "scott_pi"])
+def test_compact_statistics_equal_the_per_item_ones(metric):
+    from medeval_kit.agreement import registry
+    from medeval_kit.agreement.compute import build
+    from medeval_kit.agreement.data import prepare
+    from medeval_kit.agreement.engine import Stat, jackknife, point, replicates
+
+    data = prepare(_panel(), level="ordinal" if metric == "gwet_ac2" else "nominal", categories=list("abc"))
+    st, _ = build(registry.get(metric), data)
+    assert st.groups is not None and len(st.F) < st.n_rows  # distinct label rows only
+    dense = Stat(st.item_features(), st.fn, st.n_items)
+    assert point(st) == pytest.approx(point(dense), abs=1e-12)
+    np.testing.assert_allclose(replicates([st], 300, 7), replicates([dense], 300, 7), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.sort(jackknife(st)), np.sort(jackknife(dense)), rtol=0, atol=1e-12)
+    assert st.totals() == pytest.approx(dense.totals(), abs=1e-9)
+
+
+def test_float32_products_are_exact_for_integer_features():
+    from medeval_kit.agreement.engine import Stat, replicates
+    from medeval_kit.stats import item_draws
+
+    rng = np.random.default_rng(3)
+    F = np.zeros((5000, 9))
+    F[np.arange(5000), rng.integers(0, 9, 5000)] = 1  # one-hot cells: multiplied in float32
+    fn = lambda S: S[:, 0] / S.sum(1)  # noqa: E731
+    reps = replicates([Stat(F, fn, 5000), Stat(F + 1e-9, fn, 5000)], 200, 1)  # the second: fractional, float64
+    idx = item_draws(5000, 200, np.random.default_rng(1))  # the same draws, counted and multiplied in float64
+    W = np.stack([np.bincount(row, minlength=5000) for row in idx]).astype(float)
+    assert np.array_equal(reps[:, 0], fn(W @ F))  # exact: integer sums below 2**24
+    np.testing.assert_allclose(reps[:, 1], fn(W @ (F + 1e-9)), rtol=0, atol=1e-12)
+
+
+def test_agreement_many_equals_separate_calls_and_keeps_errors_per_metric():
+    from medeval_kit.agreement.compute import agreement_many
+
+    df = _panel(seed=4)
+    metrics = ["percent_agreement", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha", "accuracy"]
+    many = agreement_many(df, metrics, n_boot=200, seed=3)
+    for m, res in zip(metrics, many):
+        if m == "accuracy":  # compares one rater with a reference: undefined for three raters, the others go on
+            assert isinstance(res, AgreementError) and "reference" in str(res)
+            continue
+        one = ag.agreement(df, m, n_boot=200, seed=3)
+        assert (res.estimate, res.n_items, res.note) == (one.estimate, one.n_items, one.note)
+        assert res.ci_low == pytest.approx(one.ci_low, abs=1e-12) and res.ci_high == pytest.approx(one.ci_high, abs=1e-12)
+
+
+def test_report_shares_one_pass_over_the_draws(monkeypatch):
+    from medeval_kit.agreement import compute, engine
+
+    calls = []
+    real = engine.replicates
+    monkeypatch.setattr(compute, "replicates", lambda stats, *a, **k: calls.append(len(stats)) or real(stats, *a, **k))
+    ag.agreement_report(_panel(seed=5), n_boot=50)
+    assert calls == [4]  # the four default metrics in one pass (before: one pass each)
+
+
+def test_row_groups():
+    from medeval_kit.agreement.engine import row_groups
+
+    codes = np.array([[0, 1], [2, -1], [0, 1], [-1, -1], [2, -1]])
+    groups, first = row_groups(codes)
+    assert np.array_equal(codes[first][groups], codes) and len(first) == 3
+    wide = np.random.default_rng(0).integers(-1, 50, (200, 20))  # 51**20 keys overflow int64: row-wise unique
+    groups, first = row_groups(wide)
+    assert np.array_equal(wide[first][groups], wide)
+
+
+TRICKY_CSV = {
+    "text.csv": 'item,rater,label\n1,a,None\n1,b,NA\n2,a,\n2,b,"x, y"\n3,a," sp "\n3,b,""\n4,a,"two\nlines"\n',
+    "bom.csv": "\ufeffitem,rater,label\n1,a,1\n1,b,2.0\n",
+    "blank_lines.csv": "item,rater,label\n\n1,a,x\n\n1,b,y\n",
+    "tabs.tsv": "item\trater\tlabel\n1\ta\tx\n1\tb\ty\n",
+    "ragged.csv": "item,rater,label\n1,a\n1,b,2\n",
+    "dup_header.csv": "item,item,label\n1,a,x\n",
+    "trailing.csv": "item,rater,label,\n1,a,x,\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY_CSV))
+def test_pyarrow_csv_reading_equals_pandas_text_reading(tmp_path, name):
+    from medeval_kit.agreement.io import _read_csv_arrow, read_text_table
+    from medeval_kit.datasets import read_table
+
+    p = tmp_path / name
+    p.write_text(TRICKY_CSV[name], encoding="utf-8")
+    expected = read_table(p, text=True)
+    pd.testing.assert_frame_equal(read_text_table(p), expected)
+    fast = _read_csv_arrow(p, "\t" if name.endswith(".tsv") else ",")
+    # what pyarrow cannot read the pandas way goes to pandas (ragged rows, renamed headers)
+    assert (fast is None) == (name in ("ragged.csv", "dup_header.csv", "trailing.csv"))
+
+
+def test_read_annotations_on_a_large_file_keeps_labels_and_errors(tmp_path):
+    n = 20000
+    rng = np.random.default_rng(0)
+    labs = np.array(["low", "medium", "high", "NA", ""])[rng.integers(0, 5, 2 * n)]
+    p = tmp_path / "big.csv"
+    pd.DataFrame({"item": np.repeat(np.arange(n), 2), "rater": ["a", "b"] * n, "label": labs}).to_csv(p, index=False)
+    df = ag.read_annotations(p, missing=["NA"])
+    assert df["label"].isna().sum() == int(((labs == "NA") | (labs == "")).sum())
+    assert set(df["label"].dropna()) == {"low", "medium", "high"} and len(df) == 2 * n
+    nums = tmp_path / "nums.csv"
+    nums.write_text("item,rater,label\n1,a,1\n1,b,2\n2,a,3\n2,b,10\n")
+    assert ag.read_annotations(nums)["label"].tolist() == [1, 2, 3, 10]

@@ -451,9 +451,10 @@ def test_default_study_replays_from_the_committed_cache():
     assert len(j) == 160 and client.last_run.n_cached == 160
     # what the 135M judge really does (recorded in the report): grammar-constrained, so it always parses...
     assert J.parse_summary(j).n_failed.sum() == 0
-    # ...and always picks the first slot, so every pair flips between orders
+    # ...and almost always picks the first slot (0.975 on the nested 40-item draw), so every pair
+    # that is not a tie flips between orders
     eff = J.order_effects(j).set_index("metric")
-    assert eff.loc["flip_rate", "estimate"] == 1.0 and eff.loc["first_slot_rate", "estimate"] == 1.0
+    assert eff.loc["flip_rate", "estimate"] == 1.0 and eff.loc["first_slot_rate", "estimate"] == 0.975
 
 
 def test_one_call_multi_criterion_pairwise():

@@ -63,3 +63,31 @@ def test_defaults_are_a_study_run(path):
     assert runs, f"{path.name} is in no study"
     matches = [r.id for r in runs if all(defaults.get(k) == v for k, v in r.parameters.items())]
     assert matches, f"{path.name}: no study run uses the notebook's defaults ({[r.id for r in runs]})"
+
+
+#: analysis notebook -> its user-data path parameters and the column parameters that go with them
+YOUR_DATA = {
+    "agreement.ipynb": ("annotations_path", "item", "rater", "label", "rater_kind", "humans", "judges"),
+    "judging.ipynb": ("judgments_path", "annotations_path", "item", "judge", "order", "verdict", "rater", "label"),
+    "position_bias.ipynb": ("judgments_path", "item", "judge", "order", "verdict", "repeat", "failed"),
+    "length_and_self_preference.ipynb": ("judgments_path", "scores_path", "item", "judge", "verdict", "len_a",
+                                         "len_b", "model", "rater", "score"),
+    "rounds.ipynb": ("rounds_path", "item", "round", "score", "component", "aspect"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(YOUR_DATA))
+def test_your_data_comes_first(name):
+    """Issue 13: the user's file and its column names are parameters, declared first (right after `study`),
+    and the first section after the setup is the user's data; the bundled reproduction comes after it."""
+    import papermill as pm
+
+    path = ROOT / "notebooks" / name
+    params = list(pm.inspect_notebook(str(path)))
+    paths = [p for p in YOUR_DATA[name] if p.endswith("_path")]
+    assert set(YOUR_DATA[name]) <= set(params), sorted(set(YOUR_DATA[name]) - set(params))
+    assert params[0] == "study" and params[1] == paths[0], params[:3]
+    nb = json.loads(path.read_text())
+    headings = [line for c in nb["cells"] if c["cell_type"] == "markdown"
+                for line in "".join(c["source"]).splitlines() if line.startswith("## ") and "Setup" not in line]
+    assert "your" in headings[0].lower(), headings[:2]

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from medeval_kit.viz import figure, save_figure
 from medeval_kit.tables import save_table
@@ -80,3 +81,91 @@ def test_markdown_cells_cannot_break_the_table_or_inject_html(tmp_path):
     body = "\n".join(md[2:])
     assert "\\|" in body and "<br>" in body and "<script>" not in body and "&lt;script&gt;" in body
     assert pd.read_csv(tmp_path / "replies.csv")["reply"].tolist() == df["reply"].tolist()  # CSV keeps the text
+
+
+# --------------------------------------------------------------------------- byte-stable outputs (issue 13)
+
+
+def _noisy(df: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """``df`` with last-digit floating-point differences, as another machine's BLAS or libm gives them."""
+    rng = np.random.default_rng(seed)
+    out = df.copy()
+    for c in out.select_dtypes("float").columns:
+        x = out[c].to_numpy()
+        out[c] = x * (1 + rng.choice([-2, -1, 1, 2], len(x)) * 2.2e-16) + np.where(x == 0, 1e-17, 0.0)
+    return out
+
+
+RESULT = pd.DataFrame({
+    "metric": ["cohen_kappa", "pabak", "percent_agreement"],
+    "estimate": [0.8520226785167023, 0.0, 1 / 3],
+    "ci_low": [0.7686361862064878, -0.1, 0.2],
+    "n_items": [105.0, 98.0, np.nan],  # a count with a missing value is a float column
+    "n_failed": [0, 2, 1],
+    "p_value": [1.549266265851923e-105, 8.91817152883834e-17, 0.5],
+    "ours": [0.22619047619047636, 0.90312, np.nan],
+    "published": ["0.226190476", "0.9031", "0.850"],
+    "converged": [True, False, True],
+})
+
+
+def test_tables_are_byte_identical_under_last_digit_noise(tmp_path):
+    # Issue 13: a fresh clone's `make figures` changed 17 committed tables by ~1e-16.
+    a = save_table(RESULT, "t", tmp_path / "a")
+    for seed in range(5):
+        b = save_table(_noisy(RESULT, seed), "t", tmp_path / f"b{seed}")
+        for fmt in ("csv", "md", "tex"):
+            assert a[fmt].read_bytes() == b[fmt].read_bytes(), (fmt, seed)
+
+
+def test_numbers_have_fixed_digits_per_column_type(tmp_path):
+    p = save_table(RESULT, "t", tmp_path)
+    rows = p["csv"].read_text().splitlines()
+    assert rows[1].split(",")[:6] == ["cohen_kappa", "0.852023", "0.768636", "105", "0", "1.54927e-105"]
+    # rounding noise around zero is 0; a p-value of 1e-17 is a value, not noise
+    assert rows[2].split(",")[1] == "0" and rows[2].split(",")[5] == "8.91817e-17"
+    assert "105.0" not in p["csv"].read_text() and "105.0" not in p["md"].read_text()
+    back = pd.read_csv(p["csv"])
+    assert back["n_failed"].dtype.kind == "i" and back["n_items"].iloc[0] == 105
+    # ours keeps 12 significant digits: the report re-checks it against printed values of up to 9 decimals
+    from medeval_kit.repro.published import decide
+
+    ours = pd.read_csv(p["csv"], dtype=str, keep_default_na=False)["ours"]
+    assert ours.tolist() == ["0.22619047619", "0.90312", ""]
+    assert decide("0.226190476", float(ours[0])) == "reproduced" and decide("0.9031", float(ours[1])) == "reproduced"
+    md = p["md"].read_text()
+    assert "0.852 " in md and "1.549e-105" in md  # 4 significant digits in Markdown and LaTeX
+    assert "0.850 " in md  # printed text stays as printed (tabulate would make it 0.85)
+    tex = p["tex"].read_text()
+    assert "0.852 &" in tex and " 105 &" in tex
+
+
+def test_sidecar_is_byte_identical_under_last_digit_noise(tmp_path):
+    def save(data, margin, where):
+        fig, ax = figure("single")
+        ax.plot([0, 1], [0, 1])
+        return save_figure(fig, "f", tmp_path / where, data=data,
+                           meta={"study": "s", "parameters": {"margin": margin, "n": 3}})["json"].read_bytes()
+
+    a = save(RESULT, 0.1 + 0.2, "a")
+    assert a == save(_noisy(RESULT, 1), 0.3 + 1e-16, "b")
+    side = json.loads(a)
+    assert side["parameters"] == {"margin": 0.3, "n": 3}
+    assert save(RESULT.assign(estimate=RESULT["estimate"] + 1e-3), 0.3, "c") != a  # a real change shows
+
+
+def test_mixed_model_fit_is_deterministic_near_a_flat_likelihood():
+    # Issue 13: one mixed-model fit "did not converge the same way" on another machine. With 2 items the
+    # default bfgs -> lbfgs -> cg chain switched optimizer on 1e-15 input differences (converged True/False,
+    # different notes); the fixed Nelder-Mead fit gives the same table.
+    from medeval_kit import rounds
+    from medeval_kit.tables import format_frame
+
+    df = pd.DataFrame({"item": list("aaabbb"), "round": [1, 2, 3] * 2, "total": [0.2, 0.2, 0.24, 0.2, 0.2, 0.2]})
+    rng = np.random.default_rng(0)
+    fits = {format_frame(rounds.mixed_model(df.assign(total=df["total"] * (1 + rng.normal(0, 1e-15, 6))))).to_csv()
+            for _ in range(5)} | {format_frame(rounds.mixed_model(df)).to_csv()}
+    assert len(fits) == 1
+    mm = rounds.mixed_model(df).set_index("term")
+    assert mm["converged"].all() and (mm["note"] == "").all()
+    assert mm.loc["round", "estimate"] == pytest.approx(0.01)  # balanced: the OLS slope

@@ -1,11 +1,21 @@
 """The reproduction report is built from the studies' outputs and lists every published number."""
 
+import base64
 import json
+import re
 
 import pandas as pd
 import pytest
 
-from medeval_kit.cli.report import build_report, collect_published
+from medeval_kit.cli.report import (
+    CELL_CHARS,
+    SYMBOLS,
+    build_report,
+    collect_published,
+    display_table,
+    paper_counts,
+    show_ours,
+)
 from medeval_kit.errors import SchemaError
 
 
@@ -27,16 +37,118 @@ def outputs(tmp_path):
     return tmp_path
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00\x00\x00\rIHDR" + (640).to_bytes(4, "big") + (480).to_bytes(4, "big")
+
+
 def test_report_lists_numbers_figures_and_tables(outputs):
     rep = build_report(outputs)
     assert list(rep.published["status"]) == ["reproduced", "differs", "not recoverable"]
     html = rep.html_path.read_text()
     md = rep.md_path.read_text()
-    for text in ("0.852", "42.5%", "Table 19 disagrees with Table 9", "not recoverable", "at its printed precision"):
+    for text in ("42.5%", "Table 19 disagrees with Table 9", "not recoverable", "at its printed precision",
+                 "p-2024", "q-2025"):
         assert text in html and text in md
-    assert 'src="../figures/s1/f.png"' in html
+    # ours at the printed precision of its published value: 0.852 beside "0.85" shows 0.85, the share 0.575
+    # beside "42.5%" shows 57.5%; the unrounded value is not shown
+    assert "57.5%" in html and "57.5%" in md
+    assert "0.852" not in html and "0.852" not in md
+    assert "| 0.85 | 0.85 |" in md
+    # the figure is embedded, not linked: the HTML stands alone; the Markdown links it relative to report/
+    assert 'src="data:image/png;base64,' + base64.b64encode(b"\x89PNG").decode() + '"' in html
+    assert 'src="../' not in html and "<link" not in html
+    assert "(../figures/s1/f.png)" in md
     assert "published_numbers" in md  # the table itself is listed among the tables
     assert "1 figures" in rep.summary() and "reproduced: 1" in rep.summary()
+
+
+def test_summary_comes_first_with_counts_per_paper(outputs):
+    html = build_report(outputs).html_path.read_text()
+    assert html.index('<section id="summary">') < html.index("<details")
+    summary = html[html.index('<section id="summary">'):html.index("</section>")]
+    # p-2024: 1 reproduced, 1 differs, 0 not recoverable; q-2025: 0, 0, 1 (the row order of the summary table)
+    cells = re.findall(r'<td class="num">(\d+)</td>', summary)
+    assert cells == ["1", "1", "0", "2", "0", "0", "1", "1"]
+    assert "no data file data/published/p-2024.yaml" in summary
+
+
+def test_summary_cites_the_paper_data_file(outputs):
+    (outputs / "data" / "published").mkdir(parents=True)
+    (outputs / "data" / "published" / "p-2024.yaml").write_text(
+        "id: p-2024\nshort: P\ncitation: Ann Author, Bo Author. A paper on kappa. Venue 2024.\n"
+        "url: https://example.org/p\nnumbers:\n  - {id: k, source: Table 1, quantity: kappa, value: '0.85'}\n")
+    rep = build_report(outputs)
+    html, md = rep.html_path.read_text(), rep.md_path.read_text()
+    for text in ("Ann Author, Bo Author. A paper on kappa. Venue 2024.", "https://example.org/p"):
+        assert text in html and text in md
+
+
+def test_statuses_read_without_colour(outputs):
+    """Okabe-Ito blue / orange and grey, and every status also carries its symbol and word."""
+    html = build_report(outputs).html_path.read_text()
+    assert "#0072B2" in html and "#E69F00" in html
+    badges = re.findall(r'<span class="badge ([a-z-]+)">([^<]*)</span>', html)
+    assert {b for b, _ in badges} == {"reproduced", "differs", "not-recoverable"}
+    for cls, text in badges:
+        status = cls.replace("-", " ")
+        assert SYMBOLS[status] in text and status in text, (cls, text)
+
+
+def test_text_from_data_is_escaped(outputs):
+    p = outputs / "tables" / "s1" / "published_numbers.csv"
+    df = pd.read_csv(p, dtype=str, keep_default_na=False)
+    df.loc[1, "note"] = "a | b <script>x</script>\nline 2"
+    df.to_csv(p, index=False)
+    rep = build_report(outputs)
+    html, md = rep.html_path.read_text(), rep.md_path.read_text()
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "a \\| b &lt;script&gt;x&lt;/script&gt;<br>line 2" in md
+
+
+@pytest.mark.parametrize(("printed", "ours", "shown"), [
+    ("0.85", "0.8520226785167023", "0.85"),  # two printed decimals
+    ("0.85", 0.844, "0.84"),
+    ("105", "105.0", "105"),  # a count: an integer, never 105.0
+    ("20", "25.0", "25"),
+    ("87.5%", 0.875, "87.5%"),  # a percentage: ours x 100 at the printed decimals
+    ("42.5%", "0.575", "57.5%"),
+    ("65%", 0.65, "65%"),
+    ("0.3340", -0.30081496336545066, "-0.3008"),  # the printed trailing zero sets four decimals
+    ("-1.0", "-1.0", "-1.0"),
+    ("0.709", "", ""),  # not recoverable: nothing to show
+    ("0.709", None, ""),
+    ("0.709", float("nan"), ""),
+])
+def test_ours_is_shown_at_the_printed_precision(printed, ours, shown):
+    assert show_ours(printed, ours) == shown
+
+
+def test_tables_show_counts_as_integers_and_floats_rounded():
+    # as pandas reads a CSV whose count column has a gap: n_items becomes float (105.0)
+    df = pd.DataFrame({"metric": ["kappa", "alpha"], "estimate": [0.8520226785167023, -1e-17],
+                       "p_value": [0.00001234, 0.5], "n_items": [105.0, float("nan")], "n_failed": [0, 3],
+                       "note": ["x" * 500, ""]})
+    shown, numeric = display_table(df)
+    assert shown["n_items"].tolist() == ["105", ""] and shown["n_failed"].tolist() == ["0", "3"]
+    assert shown["estimate"].tolist() == ["0.852", "0.000"]  # 3 decimals below 10; no "-0.000"
+    assert shown["p_value"].tolist() == ["1.23e-05", "0.5"]  # a p-value column: 3 significant digits
+    assert len(shown["note"][0]) == CELL_CHARS and shown["note"][0].endswith("…")
+    assert set(numeric) == {"estimate", "p_value", "n_items", "n_failed"}
+    # a published-numbers table keeps the printed strings and shows ours at their precision
+    pub, _ = display_table(pd.DataFrame({"published": ["0.3340", "105"], "ours": [-0.30081496336545066, 105.0]}))
+    assert pub.to_dict("list") == {"published": ["0.3340", "105"], "ours": ["-0.3008", "105"]}
+
+
+def test_paper_counts_count_a_number_checked_by_two_studies_once():
+    rows = pd.DataFrame([
+        {"study": "a", "paper": "p-2024", "source": "T1", "quantity": "k", "published": "0.85", "status": "reproduced"},
+        {"study": "b", "paper": "p-2024", "source": "T1", "quantity": "k", "published": "0.85", "status": "reproduced"},
+        {"study": "b", "paper": "p-2024", "source": "T2", "quantity": "n", "published": "12", "status": "differs"},
+        {"study": "b", "paper": "q-2025", "source": "T3", "quantity": "m", "published": "3", "status": "not recoverable"},
+    ])
+    got = paper_counts(rows).set_index("paper")
+    assert got.loc["p-2024", ["reproduced", "differs", "not recoverable", "numbers", "checks"]].tolist() == [1, 1, 0, 2, 3]
+    assert got.loc["p-2024", "studies"] == "a, b"
+    assert got.loc["q-2025", ["reproduced", "differs", "not recoverable", "numbers"]].tolist() == [0, 0, 1, 1]
 
 
 def test_bad_published_table_is_named(outputs):
@@ -93,8 +205,23 @@ def test_report_lists_every_published_number_of_the_golden_tests(tmp_path):
     rep = build_report(outdir=tmp_path)
     pub = rep.published
     md = rep.md_path.read_text()
+    html = rep.html_path.read_text()
     for paper, value, status in GOLDEN:
         rows = pub[(pub["paper"] == paper) & (pub["published"] == value)]
         assert len(rows), f"{paper} {value} is missing from the report"
         assert status in set(rows["status"]), f"{paper} {value}: status {set(rows['status'])}, expected {status}"
-        assert value in md
+        # each row as the reader sees it: symbol and status, the printed value and ours at its precision
+        shown = show_ours(value, rows["ours"].iloc[0]) or "—"
+        line = f"| {SYMBOLS[status]} {status} | "
+        assert any(ln.startswith(line) and ln.endswith(f"| {value} | {shown} | " + ln.rsplit(" | ", 1)[-1])
+                   for ln in md.splitlines()), f"{paper} {value}: no Markdown row '{line}... | {value} | {shown} |'"
+        assert f'<td class="num">{value}</td><td class="num">{shown}</td>' in html
+        if status == "reproduced" and "." not in value and "%" not in value:  # a count, shown as an integer
+            assert shown == value
+    # the per-paper summary comes first and counts every paper of the golden checks
+    summary = html[html.index('<section id="summary">'):html.index("</section>")]
+    assert html.index('<section id="summary">') < html.index("<details")
+    for paper in {g[0] for g in GOLDEN}:
+        assert f"<b>{paper}</b>" in summary
+    assert set(rep.papers["paper"]) >= {g[0] for g in GOLDEN}
+    assert (rep.papers[["reproduced", "differs", "not recoverable"]].sum(axis=1) == rep.papers["numbers"]).all()

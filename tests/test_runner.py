@@ -1,6 +1,9 @@
-"""Study runner: parallel runs, failure isolation, parameter checks, and the CLI."""
+"""Study runner: parallel runs, failure isolation, parameter checks, the CLI, where runs write (never the
+committed outputs unless asked) and nested item draws (a smaller run reuses the cache of a larger one)."""
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,8 +41,42 @@ def project(tmp_path, monkeypatch):
         "  - {name: after_bad, notebook: work.ipynb, parameters: {n: 3}, needs: [bad]}\n"
         "  - {name: after_a, notebook: work.ipynb, parameters: {n: 4}, needs: [a]}\n"
     )
+    build(str(tmp_path / "notebooks" / "reader.ipynb"), "# reader", PARAMS_READER, [
+        ("## copy", 'import pathlib\npathlib.Path(tables_dir).mkdir(parents=True, exist_ok=True)\n'
+                    'pathlib.Path(tables_dir, "copy.txt").write_text(pathlib.Path(src).read_text())'),
+    ])
     monkeypatch.setenv("MEDEVAL_ROOT", str(tmp_path))
     return tmp_path
+
+
+PARAMS_READER = '''
+study: str = "reader"  # study
+figures_dir: str = "../figures/reader"  # figures
+tables_dir: str = "../tables/reader"  # tables
+src: str = "../tables/one/n1.txt"  # a table another study writes
+'''
+
+
+def _committed(project: Path) -> dict[str, bytes]:
+    """Every file under the project's committed figures/ and tables/, with its bytes."""
+    return {str(p.relative_to(project)): p.read_bytes()
+            for d in ("figures", "tables") for p in sorted((project / d).rglob("*")) if p.is_file()}
+
+
+@pytest.fixture()
+def one(project):
+    """A one-run study ``one`` (n=1) plus committed outputs it would overwrite if it wrote there."""
+    (project / "studies" / "one.yaml").write_text("runs:\n  - {name: a, notebook: work.ipynb, parameters: {n: 1}}\n")
+    (project / "tables" / "one").mkdir(parents=True)
+    (project / "tables" / "one" / "n1.txt").write_text("committed")
+    (project / "figures" / "one").mkdir(parents=True)
+    (project / "figures" / "one" / "f.json").write_text("{}")
+    return project
+
+
+def _cli(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MEDEVAL_ROOT": str(project)}
+    return subprocess.run([sys.executable, "-m", "medeval_kit.cli", *args], capture_output=True, text=True, env=env)
 
 
 def test_failure_is_isolated_and_named(project, capfd):
@@ -52,8 +89,12 @@ def test_failure_is_isolated_and_named(project, capfd):
     assert "ValueError: planted failure" in results["bad"].error
     assert results["bad"].cell is not None
     assert results["after_bad"].status == "skipped" and "demo/bad" in results["after_bad"].error
-    assert (project / "tables" / "demo" / "n1.txt").read_text() == "2"
-    assert (project / "runs" / "demo" / "a.ipynb").exists()
+    # each run writes into its own folder, runs/<study>/<run>/, and nothing into the committed tables/
+    assert (project / "runs" / "demo" / "a" / "tables" / "n1.txt").read_text() == "2"
+    assert (project / "runs" / "demo" / "after_a" / "tables" / "n4.txt").read_text() == "8"
+    assert (project / "runs" / "demo" / "a" / "a.ipynb").exists()
+    assert results["a"].output == "runs/demo/a/a.ipynb"
+    assert not (project / "tables").exists() and not (project / "figures").exists()
     assert "FAILED" in results["bad"].line() and "work.ipynb cell" in results["bad"].line()
 
 
@@ -118,9 +159,141 @@ def test_repository_studies_are_valid():
             runner.check_parameters(r.notebook, dict(r.parameters))
 
 
+# --------------------------------------------------------------------------- where a run writes (issue 13)
+
+
+def test_run_with_parameters_leaves_committed_outputs_untouched(one):
+    """Issue 13: `medeval run judging -p n_items=10` rewrote 39 committed files; a run now writes to runs/."""
+    before = _committed(one)
+    proc = _cli(one, "run", "one", "-p", "n=5", "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _committed(one) == before
+    assert (one / "runs" / "one" / "a" / "tables" / "n5.txt").read_text() == "10"
+    assert (one / "runs" / "one" / "a" / "a.ipynb").exists()
+    assert "outputs in runs/<study>/<run>/" in proc.stdout and "untouched" in proc.stdout
+
+
+def test_out_puts_outputs_where_asked(one, tmp_path_factory):
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    before = _committed(one)
+    proc = _cli(one, "run", "one", "--out", str(elsewhere), "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (elsewhere / "one" / "a" / "tables" / "n1.txt").read_text() == "2"
+    assert (elsewhere / "one" / "a" / "a.ipynb").exists()
+    assert _committed(one) == before and not (one / "runs").exists()
+    assert str(elsewhere) in proc.stdout
+
+
+def test_publish_writes_the_committed_outputs(one):
+    proc = _cli(one, "run", "one", "--publish", "--quiet")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (one / "tables" / "one" / "n1.txt").read_text() == "2"
+    assert (one / "runs" / "one" / "a" / "a.ipynb").exists()  # the executed notebook still goes to runs/
+    assert not (one / "runs" / "one" / "a" / "tables").exists()
+    proc = _cli(one, "run", "one", "--publish", "-p", "n=2", "--quiet")
+    assert proc.returncode == 0 and "will not match the studies' own parameters" in proc.stderr
+
+
+def test_a_run_reads_what_the_run_it_needs_wrote(one):
+    """A path into another study's committed tables reads the output of the needed run of this invocation."""
+    (one / "studies" / "reader.yaml").write_text("runs:\n  - {name: r, notebook: reader.ipynb, needs: [one/a]}\n")
+    copy = one / "runs" / "reader" / "r" / "tables" / "copy.txt"
+    results = runner.run_studies(["reader"], progress=False)
+    assert [(r.run.id, r.status) for r in results] == [("one/a", "ok"), ("reader/r", "ok")]
+    assert copy.read_text() == "2"  # the default ../tables/one/n1.txt, redirected to runs/one/a/tables/n1.txt
+    # an explicit value is taken as given
+    (one / "mine.txt").write_text("mine")
+    runner.run_studies(["reader"], overrides={"src": str(one / "mine.txt")}, progress=False)
+    assert copy.read_text() == "mine"
+    # without the dependency the committed table is what there is
+    (one / "studies" / "reader.yaml").write_text("runs:\n  - {name: r, notebook: reader.ipynb}\n")
+    runner.run_studies(["reader"], progress=False)
+    assert copy.read_text() == "committed"
+    assert (one / "tables" / "one" / "n1.txt").read_text() == "committed"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_status_stays_clean_after_a_run_with_parameters(one):
+    """The issue's closing check on a project of its own: committed outputs, runs/ ignored, a run with -p."""
+    (one / ".gitignore").write_text("runs/\n")
+    git = ["git", "-C", str(one), "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"]
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "committed outputs"]):
+        subprocess.run([*git, *cmd], check=True, capture_output=True)
+    assert _cli(one, "run", "one", "-p", "n=3", "--quiet").returncode == 0
+    assert subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, check=True).stdout == ""
+
+
+# --------------------------------------------------------------------------- nested item draws (issue 13)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 7, 123])
+def test_item_draws_are_nested_prefixes_of_one_permutation(seed):
+    """Issue 13: a 10-item run reused 4 of the 40 cached calls of a 40-item run; now all of them."""
+    import pandas as pd
+
+    from medeval_kit import generate as G
+    from medeval_kit import repro
+    from medeval_kit.stats import nested_order, nested_sample
+
+    ids = [f"i{k}" for k in range(200)]
+    small, large = nested_sample(ids, 10, seed), nested_sample(ids, 40, seed)
+    assert len(small) == 10 and len(large) == 40 and set(small) <= set(large)
+    assert set(small) == {ids[k] for k in nested_order(len(ids), seed)[:10]}  # the first 10 of the permutation
+    assert small == [i for i in ids if i in set(small)]  # kept in the ids' order
+    assert nested_sample(ids, None, seed) == ids and nested_sample(ids, 500, seed) == ids
+    # every seeded item subset the studies draw
+    p10, p40 = (repro.judging_inputs("pairwise", "pandalm", n_items=n, seed=seed)[0] for n in (10, 40))
+    assert set(p10["item"]) <= set(p40["item"]) and len(p10) == 10
+    m2, m5 = (repro.judging_inputs("rubric", "medqg", n_items=n, seed=seed)[0] for n in (2, 5))
+    assert set(m2["item"]) <= set(m5["item"])
+    s3, s6 = (G.load_srefine_inputs(n=n, seed=seed) for n in (3, 6))
+    assert s3["item"].tolist() == s6["item"].tolist()[:3]
+    items = pd.DataFrame({"context": [f"Sentence about topic{k} here. More." for k in range(60)],
+                          "keypoint": [f"topic{k}" for k in range(60)]})
+    c3, c8 = (G.make_cloze_items(items, n=n, seed=seed) for n in (3, 8))
+    assert c3["question"].tolist() == c8["question"].tolist()[:3]
+    one, two = (G.contexts_to_markdown(items, n=n, seed=seed) for n in (1, 2))
+    assert two.startswith(one.rstrip("\n"))
+
+
+def test_a_smaller_judging_run_asks_nothing_the_larger_one_did_not():
+    """The cache keys of the judging study's calls at n_items=10 are a subset of those at n_items=40."""
+    from _fake_llm import FakeClient
+
+    from medeval_kit import judge, repro
+    from medeval_kit.llm import get_client
+
+    keyer = get_client("local/smollm2-135m", cache_mode="off")
+
+    def keys(n: int) -> set[str]:
+        pairs, kw = repro.judging_inputs("pairwise", "pandalm", n_items=n, seed=0)
+        fake = FakeClient(lambda r: {"verdict": "A"})
+        judge.run_protocol("pairwise", pairs, client=fake, judge="local/smollm2-135m", repeats=2, seed=0,
+                           progress=False, **kw)
+        return set(keyer.keys(fake.calls))
+
+    small, large = keys(10), keys(40)
+    assert len(small) == 40 and small <= large
+
+
 def test_bench_command_lists_and_rejects():
     from medeval_kit.cli import bench
 
     assert {"agreement", "llm"} <= set(bench.available())
     proc = subprocess.run([sys.executable, "-m", "medeval_kit.cli", "bench", "nope"], capture_output=True, text=True)
     assert proc.returncode == 2 and "unknown benchmark 'nope'" in proc.stderr
+
+
+def test_p_values_keep_their_text_for_str_parameters_and_paths_become_absolute(tmp_path):
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "agreement.ipynb"
+    (tmp_path / "mine.csv").write_text("item,rater,label\n")
+    vals = runner.parse_assignments(["rater=yes", "label=2024", "n_boot=50", "annotations_path=mine.csv",
+                                     "item=null"], cwd=tmp_path)
+    checked = runner.check_parameters(nb, vals)
+    # YAML would read yes / 2024 as a bool / an int: a str parameter keeps what the user typed
+    assert checked["rater"] == "yes" and checked["label"] == "2024" and checked["item"] == "null"
+    assert checked["n_boot"] == 50
+    # the notebook runs in notebooks/, so a relative path is made absolute against the caller's folder
+    assert checked["annotations_path"] == str((tmp_path / "mine.csv").resolve())
+    with pytest.raises(ParameterError, match="n_boot.*must be int"):
+        runner.check_parameters(nb, runner.parse_assignments(["n_boot=many"]))

@@ -12,14 +12,15 @@ import pandas as pd
 from medeval_kit.agreement import registry
 from medeval_kit.agreement.coefficients import category_kappa_stats
 from medeval_kit.agreement.data import AgreementError, Data, count_matrix, prepare
-from medeval_kit.agreement.engine import Stat
+from medeval_kit.agreement.engine import Stat, compact, point, replicates
 from medeval_kit.agreement.forms import label_stat
 from medeval_kit.agreement.icc import icc_forms, icc_stat
 from medeval_kit.agreement.registry import Coefficient, Options
-from medeval_kit.agreement.result import AgreementResult, finish
+from medeval_kit.agreement.result import AgreementResult, check_ci, finish
 from medeval_kit.agreement.weights import check_marginals, check_weight_basis, is_unweighted, weights_for
 
-__all__ = ["agreement", "build", "effective_weights", "public_function", "icc", "fleiss_kappa_by_category"]
+__all__ = ["agreement", "agreement_many", "build", "effective_weights", "public_function", "icc",
+           "fleiss_kappa_by_category"]
 
 
 def effective_weights(coef: Coefficient, weights):
@@ -38,9 +39,10 @@ def build(coef: Coefficient | str, data: Data, *, weights=None, weight_basis: st
     if coef.family == "labels":
         return label_stat(coef, data, w, wnote, fleiss_marginals)
     if coef.family == "icc":
-        return icc_stat(coef, data)
+        st, note = icc_stat(coef, data)
+        return compact(st, *data.row_groups()), note
     st, note = coef.fn(data, Options(w, fleiss_marginals))
-    return st, "; ".join(n for n in (note, wnote) if n)
+    return compact(st, *data.row_groups()), "; ".join(n for n in (note, wnote) if n)
 
 
 def _level(coef: Coefficient, weights) -> str:
@@ -104,16 +106,96 @@ def agreement(
     >>> agreement(a, "percent_agreement", n_boot=0).estimate
     0.6666666666666666
     """
-    coef = registry.get(metric)
-    check_weight_basis(weight_basis)
-    check_marginals(fleiss_marginals)
-    level = level or _level(coef, weights)
-    data = prepare(df, item=item, rater=rater, label=label, raters=raters, categories=categories, level=level,
-                   source=source)
-    st, note = build(coef, data, weights=weights, weight_basis=weight_basis, fleiss_marginals=fleiss_marginals)
-    return finish(_result_name(coef, weights), st, n_raters=len(data.raters), n_missing=data.n_missing,
-                  raters=data.raters, level=level, n_boot=n_boot, confidence=confidence, ci_method=ci_method,
-                  seed=seed, note=note, n_failed=st.F.shape[0] - st.n_items if coef.family == "icc" else 0)
+    res = agreement_many(df, [metric], item=item, rater=rater, label=label, raters=raters, categories=categories,
+                         levels=[level], weights=[weights], weight_basis=weight_basis,
+                         fleiss_marginals=fleiss_marginals, n_boot=n_boot, confidence=confidence,
+                         ci_method=ci_method, seed=seed, source=source)[0]
+    if isinstance(res, AgreementError):
+        raise res
+    return res
+
+
+def agreement_many(
+    df: pd.DataFrame,
+    metrics: Sequence[str],
+    *,
+    levels: Sequence[str | None] | None = None,
+    weights: Sequence | None = None,
+    item: str = "item",
+    rater: str = "rater",
+    label: str = "label",
+    raters: Sequence | None = None,
+    categories: Sequence | None = None,
+    weight_basis: str = "auto",
+    fleiss_marginals: str = "per_item",
+    n_boot: int = 1000,
+    confidence: float = 0.95,
+    ci_method: str = "percentile",
+    seed: int = 0,
+    source: str | None = None,
+) -> list[AgreementResult | AgreementError]:
+    """:func:`agreement` for several metrics on one table: one result per metric, or the AgreementError that
+    leaves it undefined on this panel (the others go on); SchemaError is raised.
+
+    ``levels`` and ``weights`` (one per metric, None = the coefficient's default) are as in
+    :func:`agreement`. The table is checked once per level and every bootstrap shares one pass over
+    the item draws; with the same ``seed`` the results equal separate :func:`agreement` calls.
+    """
+    levels = list(levels) if levels is not None else [None] * len(metrics)
+    weights = list(weights) if weights is not None else [None] * len(metrics)
+    data_by_level: dict[str, Data | AgreementError] = {}
+    built: list[tuple | AgreementError] = []
+    for metric, lv, w in zip(metrics, levels, weights):
+        try:
+            coef = registry.get(metric)
+            check_weight_basis(weight_basis)
+            check_marginals(fleiss_marginals)
+            lv = lv or _level(coef, w)
+            if lv not in data_by_level:
+                try:
+                    data_by_level[lv] = prepare(df, item=item, rater=rater, label=label, raters=raters,
+                                                categories=categories, level=lv, source=source)
+                except AgreementError as exc:
+                    data_by_level[lv] = exc
+            data = data_by_level[lv]
+            if isinstance(data, AgreementError):
+                raise data
+            st, note = build(coef, data, weights=w, weight_basis=weight_basis, fleiss_marginals=fleiss_marginals)
+            built.append((coef, w, lv, data, st, note))
+        except AgreementError as exc:
+            built.append(exc)
+    try:
+        reps = _shared_replicates([b[4] for b in built if not isinstance(b, AgreementError)], n_boot=n_boot,
+                                  confidence=confidence, ci_method=ci_method, seed=seed)
+    except AgreementError as exc:  # a bad ci_method or confidence: every metric says so
+        return [exc] * len(built)
+    out: list[AgreementResult | AgreementError] = []
+    for b in built:
+        if isinstance(b, AgreementError):
+            out.append(b)
+            continue
+        coef, w, lv, data, st, note = b
+        out.append(finish(_result_name(coef, w), st, n_raters=len(data.raters), n_missing=data.n_missing,
+                          raters=data.raters, level=lv, n_boot=n_boot, confidence=confidence,
+                          ci_method=ci_method, seed=seed, note=note, reps=reps.get(id(st)),
+                          n_failed=st.n_rows - st.n_items if coef.family == "icc" else 0))
+    return out
+
+
+def _shared_replicates(stats: list[Stat], *, n_boot: int, confidence: float, ci_method: str,
+                       seed) -> dict[int, np.ndarray]:
+    """Bootstrap replicates of every statistic that :func:`finish` will resample, in one pass over the draws."""
+    check_ci(ci_method, confidence)
+    if not n_boot or n_boot <= 0:
+        return {}
+    need = [st for st in stats if st.n_items > 0 and not (ci_method == "analytic" and st.analytic is not None)
+            and np.isfinite(point(st))]
+    out: dict[int, np.ndarray] = {}
+    for n in {st.n_rows for st in need}:
+        same = [st for st in need if st.n_rows == n]
+        for st, col in zip(same, replicates(same, n_boot, seed).T):
+            out[id(st)] = col
+    return out
 
 
 @functools.cache

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 
 from medeval_kit.errors import MedevalError, SchemaError
 
-__all__ = ["AgreementError", "Data", "LEVELS", "MAX_CATEGORIES", "prepare", "infer_categories", "count_matrix",
-           "check_overlap"]
+__all__ = ["AgreementError", "LabelOrderError", "UnknownLabelError", "DuplicateLabelError", "Data", "LEVELS",
+           "MAX_CATEGORIES", "prepare", "infer_categories", "count_matrix", "check_overlap"]
 
 LEVELS = ("nominal", "ordinal", "interval", "ratio")
 MAX_CATEGORIES = 200
@@ -20,6 +20,37 @@ MAX_CATEGORIES = 200
 
 class AgreementError(MedevalError, ValueError):
     """Agreement input that cannot be analysed (no overlap, unknown rater, bad parameter)."""
+
+
+class LabelOrderError(SchemaError):
+    """The measurement level needs an order (or numbers) the labels do not give.
+
+    Structured for callers that re-word it (the CLI): ``level``; ``need`` is ``"order"`` (text labels
+    without a declared order), ``"numbers"`` (interval/ratio with text labels) or ``"increasing"``
+    (declared numeric categories not increasing); ``labels`` the labels found; ``declared`` the
+    categories given (or None).
+    """
+
+    def __init__(self, column, problem, source, *, level: str, need: str, labels=(), declared=None):
+        super().__init__("annotations", column, [], problem, source)
+        self.level, self.need, self.labels = level, need, list(labels)
+        self.declared = None if declared is None else list(declared)
+
+
+class UnknownLabelError(SchemaError):
+    """Labels outside the declared categories: ``labels`` (the unknown ones, up to 5), ``declared``."""
+
+    def __init__(self, column, rows, problem, source, *, labels, declared):
+        super().__init__("annotations", column, rows, problem, source)
+        self.labels, self.declared = list(labels), list(declared)
+
+
+class DuplicateLabelError(SchemaError):
+    """A rater labelled an item twice: ``item`` and ``rater`` (the columns), ``example`` one (item, rater) pair."""
+
+    def __init__(self, rows, problem, source, *, item: str, rater: str, example: tuple):
+        super().__init__("annotations", f"{item},{rater}", rows, problem, source)
+        self.item, self.rater, self.example = item, rater, tuple(example)
 
 
 @dataclass
@@ -33,6 +64,7 @@ class Data:
     level: str
     n_missing: int
     values: np.ndarray | None = None  # numeric value of each category (interval/ratio/ordinal)
+    _groups: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def K(self) -> int:
@@ -51,6 +83,15 @@ class Data:
         out[ok] = v[self.codes[ok]]
         return out
 
+    def row_groups(self) -> tuple[np.ndarray, np.ndarray]:
+        """(groups, first): items with the same labels from every rater share a group; ``first`` is one item
+        per group (computed once; see :func:`medeval_kit.agreement.engine.compact`)."""
+        if self._groups is None:
+            from medeval_kit.agreement.engine import row_groups
+
+            self._groups = row_groups(self.codes)
+        return self._groups
+
     def subset(self, raters: Sequence) -> Data:
         """The same items restricted to ``raters`` (in that order)."""
         codes = self.codes[:, [self.raters.index(r) for r in raters]]
@@ -68,11 +109,10 @@ def check_overlap(data: Data, a, b) -> None:
 
 def count_matrix(codes: np.ndarray, K: int) -> np.ndarray:
     """Per-item label counts (n_items, K)."""
-    N = np.zeros((codes.shape[0], K))
-    for j in range(codes.shape[1]):
-        ok = codes[:, j] >= 0
-        np.add.at(N, (np.flatnonzero(ok), codes[ok, j]), 1.0)
-    return N
+    n = codes.shape[0]
+    ok = codes >= 0
+    cells = (np.arange(n)[:, None] * K + codes)[ok]
+    return np.bincount(cells, minlength=n * K).reshape(n, K).astype(float)
 
 
 def is_numeric(vals) -> bool:
@@ -94,19 +134,21 @@ def infer_categories(s: pd.Series, categories, level: str, label: str, source=No
     if isinstance(dtype, pd.CategoricalDtype):
         cats = list(dtype.categories)
         if level == "ordinal" and not dtype.ordered and not is_numeric(cats):
-            raise SchemaError(
-                "annotations", label, [],
-                "level='ordinal' needs an order: pass categories=[low, ..., high] or an ordered Categorical", source,
+            raise LabelOrderError(
+                label, "level='ordinal' needs an order: pass categories=[low, ..., high] or an ordered Categorical",
+                source, level=level, need="order", labels=cats,
             )
         return cats
     uniq = pd.unique(s.dropna())
     if is_numeric(uniq):
         return sorted(uniq.tolist())
     if level != "nominal":
-        raise SchemaError(
-            "annotations", label, [],
-            f"level={level!r} needs ordered or numeric labels; got text labels {sorted(map(str, uniq))[:6]}. "
+        shown = sorted(map(str, uniq))
+        raise LabelOrderError(
+            label,
+            f"level={level!r} needs ordered or numeric labels; got text labels {shown[:6]}. "
             "Pass categories=[low, ..., high] in order.", source,
+            level=level, need="order" if level == "ordinal" else "numbers", labels=shown,
         )
     return sorted(uniq.tolist(), key=str)
 
@@ -129,10 +171,11 @@ def _declared(s: pd.Series, cats: list, level: str, label: str, source) -> list:
     num = pd.to_numeric(pd.Series(cats), errors="coerce")
     if num.notna().all() and not num.is_monotonic_increasing:
         bad = int(np.flatnonzero(np.diff(num.to_numpy()) <= 0)[0]) + 1
-        raise SchemaError(
-            "annotations", label, [],
+        raise LabelOrderError(
+            label,
             f"ordinal levels out of order: declared categories {cats} are not increasing "
             f"(position {bad}: {cats[bad]!r} after {cats[bad - 1]!r}); list them low to high", source,
+            level=level, need="increasing", labels=[cats[bad - 1], cats[bad]], declared=cats,
         )
     return cats
 
@@ -202,10 +245,10 @@ def _no_duplicates(df: pd.DataFrame, item: str, rater: str, source) -> None:
     dup = df.duplicated([item, rater], keep=False)
     if dup.any():
         first = df.loc[dup, [item, rater]].iloc[0].tolist()
-        raise SchemaError(
-            "annotations", f"{item},{rater}", [int(i) for i in df.index[dup.to_numpy()]],
+        raise DuplicateLabelError(
+            [int(i) for i in df.index[dup.to_numpy()]],
             f"duplicate ({item}, {rater}) rows, e.g. item {first[0]!r} rater {first[1]!r}: each rater may label "
-            "each item once; filter by criterion or drop repeats", source,
+            "each item once; filter by criterion or drop repeats", source, item=item, rater=rater, example=first,
         )
 
 
@@ -226,14 +269,16 @@ def _encode(df: pd.DataFrame, label: str, cats: list, source) -> np.ndarray:
     lab = df[label]
     if isinstance(lab.dtype, pd.CategoricalDtype):
         lab = lab.astype(object)
-    notna = lab.notna().to_numpy()
+    seen, uniq = pd.factorize(lab, use_na_sentinel=True)  # the lookup runs once per distinct label
     lookup = {_key(c): i for i, c in enumerate(cats)}
-    code = np.array([lookup.get(_key(v), -2) if ok else -1 for v, ok in zip(lab.tolist(), notna)], dtype=np.int64)
+    to_code = np.array([lookup.get(_key(v), -2) for v in uniq] + [-1], dtype=np.int64)  # last: missing
+    code = to_code[seen]
     bad = code == -2
     if bad.any():
         unknown = sorted({str(v) for v in lab[bad]})[:5]
-        raise SchemaError("annotations", label, [int(i) for i in df.index[bad]],
-                          f"label(s) {unknown} outside the declared categories {cats}", source)
+        raise UnknownLabelError(label, [int(i) for i in df.index[bad]],
+                                f"label(s) {unknown} outside the declared categories {cats}", source,
+                                labels=unknown, declared=cats)
     return code
 
 
@@ -245,7 +290,8 @@ def _category_values(cats: list, level: str, label: str, source) -> np.ndarray |
         if num.notna().all():
             values = num.to_numpy(dtype=float)
         elif level in ("interval", "ratio"):
-            raise SchemaError("annotations", label, [], f"level={level!r} needs numeric labels; got {cats[:6]}", source)
+            raise LabelOrderError(label, f"level={level!r} needs numeric labels; got {cats[:6]}", source,
+                                  level=level, need="numbers", labels=cats)
         else:
             values = np.arange(len(cats), dtype=float)
     if level == "ratio" and values is not None and (values < 0).any():

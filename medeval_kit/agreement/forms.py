@@ -9,13 +9,13 @@ Cohen's (1968) agreement weights on category values or positions.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from medeval_kit.agreement import registry
 from medeval_kit.agreement.data import AgreementError, Data, check_overlap, count_matrix
-from medeval_kit.agreement.engine import Stat, mean_stat, safe_div
+from medeval_kit.agreement.engine import Stat, compact, mean_stat, safe_div, shrinks
 from medeval_kit.agreement.registry import Coefficient
 from medeval_kit.agreement.weights import agreement_weights, check_marginals
 
@@ -169,18 +169,24 @@ def label_stat(coef: Coefficient, data: Data, w: np.ndarray | None, wnote: str, 
         n_pairs = R * (R - 1) // 2
         default = "many-rater form" if form == "multi" else "mean of {pairs} pairwise values"
         notes.insert(0, f"{R} raters: " + (coef.many_note or default).format(pairs=n_pairs))
+    groups = data.row_groups()  # items with the same labels share features: keep the distinct rows only
     if form == "pair":
         check_overlap(data, *data.raters)
-        return pair_stat(coef, data.codes[:, 0], data.codes[:, 1], data.K, w), "; ".join(notes)
+        return compact(pair_stat(coef, data.codes[:, 0], data.codes[:, 1], data.K, w), *groups), "; ".join(notes)
     if form == "light":
         pairs = list(itertools.combinations(range(R), 2))
         for i, j in pairs:
             check_overlap(data, data.raters[i], data.raters[j])
-        sts = [pair_stat(coef, data.codes[:, i], data.codes[:, j], data.K, w) for i, j in pairs]
-        return mean_stat(sts, int(((data.codes >= 0).sum(1) >= 2).sum())), "; ".join(notes)
+        n_items = int(((data.codes >= 0).sum(1) >= 2).sum())
+        if not shrinks(*groups):
+            sts = [pair_stat(coef, data.codes[:, i], data.codes[:, j], data.K, w) for i, j in pairs]
+            return mean_stat(sts, n_items), "; ".join(notes)
+        rows = data.codes[groups[1]]  # a pair's features are a function of its two labels: build them once per row
+        sts = [pair_stat(coef, rows[:, i], rows[:, j], data.K, w) for i, j in pairs]
+        return replace(mean_stat(sts, n_items), groups=groups[0]), "; ".join(notes)
     if coef.fleiss_marginals:
         notes += _marginals_note(data, marginals)
-    return multi_stat(coef, data.codes, data.K, w, marginals), "; ".join(notes)
+    return compact(multi_stat(coef, data.codes, data.K, w, marginals), *groups), "; ".join(notes)
 
 
 def _marginals_note(data: Data, fleiss_marginals: str) -> list[str]:

@@ -20,7 +20,7 @@ from medeval_kit.agreement.panel import StudyInputs, resolve_panel
 from medeval_kit.datasets._io import read_table
 from medeval_kit.errors import SchemaError
 
-__all__ = ["LabelWarning", "check_labels", "read_annotations", "read_checked", "user_study"]
+__all__ = ["LabelWarning", "check_labels", "read_annotations", "read_checked", "read_text_table", "user_study"]
 
 
 class LabelWarning(UserWarning):
@@ -29,15 +29,32 @@ class LabelWarning(UserWarning):
 
 def _as_numbers(s: pd.Series) -> pd.Series:
     """Numeric labels when every present label is a number (``1``, ``2.5``), else the text as is."""
-    present = s.dropna()
-    if present.empty or not all(isinstance(v, str) for v in present):
+    codes, uniq = pd.factorize(s)  # parse each distinct label once, not every row
+    if not len(uniq) or not all(isinstance(v, str) for v in uniq):
         return s
-    num = pd.to_numeric(s, errors="coerce")
-    if num[s.notna()].isna().any():
+    num = pd.to_numeric(pd.Series(np.asarray(uniq, dtype=object)), errors="coerce")
+    if num.isna().any():
         return s
-    if not s.isna().any() and np.all(np.mod(num, 1) == 0):
-        return num.astype(np.int64)
-    return num.astype(float)
+    if (codes < 0).any():
+        return pd.Series(np.append(num.to_numpy(float), np.nan)[codes], index=s.index, name=s.name)
+    vals = num.to_numpy()[codes]
+    if np.all(np.mod(vals, 1) == 0):
+        return pd.Series(vals.astype(np.int64), index=s.index, name=s.name)
+    return pd.Series(vals.astype(float), index=s.index, name=s.name)
+
+
+def _map_distinct(s: pd.Series, f) -> pd.Series:
+    """``s`` with ``f`` applied to each distinct present value (missing values stay missing)."""
+    codes, uniq = pd.factorize(s)
+    new = np.empty(len(uniq) + 1, dtype=object)
+    new[:-1] = [f(v) for v in uniq]
+    new[-1] = np.nan
+    return pd.Series(new[codes], index=s.index, name=s.name)
+
+
+def _values(s: pd.Series):
+    """The column's values without its index: pandas' string array as is (no per-row Python strings)."""
+    return s.array if isinstance(s.dtype, pd.StringDtype) else s.to_numpy()
 
 
 def check_labels(
@@ -53,10 +70,10 @@ def check_labels(
     ["labels that differ only by case or white space: 'Correct' ~ 'correct ' (pass --normalize-labels / normalize_labels=True to merge them)"]
     """
     s = df[label]
-    text = s[s.map(lambda v: isinstance(v, str))]
-    if text.empty:
+    counts = s.value_counts(sort=False)  # first-seen order, as the notes list them
+    counts = counts[[isinstance(v, str) for v in counts.index]]
+    if counts.empty:
         return df, []
-    counts = text.value_counts(sort=False)
     groups: dict[str, list[str]] = {}
     for v in counts.index:
         groups.setdefault(v.strip().casefold(), []).append(v)
@@ -71,7 +88,7 @@ def check_labels(
         for vs in groups.values():
             best = sorted(vs, key=lambda x: (-counts[x], x))[0].strip()
             mapping.update({v: best for v in vs})
-        df = df.assign(**{label: s.map(lambda v: mapping.get(v, v) if isinstance(v, str) else v)})
+        df = df.assign(**{label: _map_distinct(s, lambda v: mapping.get(v, v) if isinstance(v, str) else v)})
         parts = [f"merged labels that differ only by case or white space: {shown}"] if clashes else []
         if trimmed:
             parts.append(f"trimmed white space around {len(trimmed)} label(s)")
@@ -84,6 +101,53 @@ def check_labels(
         notes.append(f"label(s) with surrounding white space: {', '.join(map(repr, trimmed[:5]))} "
                      "(--normalize-labels trims them)")
     return df, notes
+
+
+_TEXT_SEPARATORS = {".csv": ",", ".txt": ",", ".tsv": "\t"}
+
+
+def read_text_table(path: str | Path) -> pd.DataFrame:
+    """The file as :func:`medeval_kit.datasets.read_table` reads it with ``text=True``; CSV/TSV through pyarrow.
+
+    pyarrow parses a million-row CSV several times faster than pandas' own parser. Cells stay text
+    exactly as written and an empty cell is the only missing value, as in ``read_table``; a file
+    pyarrow cannot take as that (ragged rows, duplicate or empty header names, bad encoding) goes to
+    ``read_table``, which reads it or raises its error naming the file.
+    """
+    p = Path(path)
+    sep = _TEXT_SEPARATORS.get(p.suffix.lower())
+    if sep is not None and p.is_file():
+        df = _read_csv_arrow(p, sep)
+        if df is not None and len(df):
+            return df
+    return read_table(p, text=True)
+
+
+def _read_csv_arrow(p: Path, sep: str) -> pd.DataFrame | None:
+    """Every column as text (empty cell = missing) via pyarrow, or None when pyarrow cannot read it the pandas way."""
+    import csv
+
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    try:
+        with p.open(newline="", encoding="utf-8-sig") as fh:
+            names = next(csv.reader(fh, delimiter=sep))
+        if not names or "" in names or len(set(names)) != len(names):
+            return None  # pandas renames these (Unnamed: 0, a.1): let it
+        table = pacsv.read_csv(
+            p, read_options=pacsv.ReadOptions(),
+            parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
+                                                 strings_can_be_null=True, quoted_strings_can_be_null=True,
+                                                 null_values=[""]))
+    except (StopIteration, UnicodeDecodeError, csv.Error, pa.ArrowException, OSError):
+        return None
+    if table.column_names != names or not all(pa.types.is_string(t) for t in table.schema.types):
+        return None
+    text = pd.Series(["a"], dtype=str).dtype  # what pandas makes of dtype=str: its string dtype, or object
+    mapper = (lambda t: text if pa.types.is_string(t) else None) if isinstance(text, pd.StringDtype) else None
+    return table.to_pandas(types_mapper=mapper)
 
 
 def _read_long(
@@ -100,7 +164,7 @@ def _read_long(
     frame: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     p = Path(path)
-    df = read_table(p, text=True) if frame is None else frame  # frame: the file already read (a format reader)
+    df = read_text_table(p) if frame is None else frame  # frame: the file already read (a format reader)
     src = str(p)
     tokens = {str(t) for t in missing}
     if wide:
@@ -122,14 +186,14 @@ def _read_long(
         raise SchemaError("annotations", col, [int(i) for i in np.flatnonzero(bad)], "empty item or rater", src)
     lab = df[label]
     if tokens:
-        lab = lab.where(~lab.map(lambda v: str(v) in tokens if v is not None and not _isna(v) else False), np.nan)
+        lab = lab.where(~_map_distinct(lab, lambda v: str(v) in tokens).fillna(False).astype(bool), np.nan)
     lab = _as_numbers(lab)
-    out = pd.DataFrame({"item": df[item].astype(str).to_numpy(), "rater": df[rater].astype(str).to_numpy(),
-                        "label": lab.to_numpy()})
+    out = pd.DataFrame({"item": _values(df[item].astype(str)), "rater": _values(df[rater].astype(str)),
+                        "label": _values(lab)})
     if criterion:
-        out["criterion"] = df[criterion].astype(str).to_numpy()
+        out["criterion"] = _values(df[criterion].astype(str))
     if rater_kind and rater_kind in df.columns and not wide:
-        out["rater_kind"] = df[rater_kind].astype(str).str.strip().str.lower().to_numpy()
+        out["rater_kind"] = _values(df[rater_kind].astype(str).str.strip().str.lower())
     return out
 
 
@@ -157,10 +221,6 @@ def read_checked(path: str | Path, *, normalize_labels: bool = False, **kw) -> t
     return check_labels(_read_long(path, **kw), normalize=normalize_labels)
 
 
-def _isna(v) -> bool:
-    return v is None or (isinstance(v, float) and np.isnan(v)) or v is pd.NA
-
-
 def _names(v) -> list | None:
     """A comma-separated string or a list of names; None when empty."""
     if isinstance(v, str):
@@ -179,13 +239,21 @@ def user_study(
     judges=None,
     missing=(),
     normalize_labels: bool = False,
+    from_format: str | None = None,
 ) -> StudyInputs:
     """The user's own annotations file as study inputs; who is human comes from ``humans`` or ``rater_kind``.
 
-    ``humans`` / ``judges``: lists or comma-separated names.
+    ``humans`` / ``judges`` / ``missing`` (label tokens meaning "no label"): lists or comma-separated
+    names. ``from_format``: ``path`` is another tool's results file (e.g. ``mtbench_human``,
+    ``healthbench``), read with :func:`medeval_kit.readers.read_format`; its tidy columns then apply.
     """
-    ann, notes = read_checked(path, item=item, rater=rater, label=label, rater_kind=rater_kind, missing=missing,
-                              normalize_labels=normalize_labels)
+    frame = None
+    if from_format:
+        from medeval_kit.readers import read_format
+
+        frame = read_format(from_format, path, table="annotations")
+    ann, notes = read_checked(path, item=item, rater=rater, label=label, rater_kind=rater_kind,
+                              missing=_names(missing) or (), normalize_labels=normalize_labels, frame=frame)
     hum, jud = resolve_panel(ann, _names(humans), _names(judges), min_humans=1, source=str(path))
     return StudyInputs(str(path), ann.assign(criterion="overall"), hum, jud, criterion="overall",
                        description=f"your file {path}" + (f" ({'; '.join(notes)})" if notes else ""))

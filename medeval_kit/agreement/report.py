@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.agreement import registry
-from medeval_kit.agreement.compute import agreement, build
+from medeval_kit.agreement.compute import agreement, agreement_many, build
 from medeval_kit.agreement.data import AgreementError, check_overlap, prepare
 from medeval_kit.agreement.designs import judge_vs_humans
 from medeval_kit.agreement.paradox import landis_koch
@@ -108,15 +108,13 @@ def _undefined(metric, raters, reason) -> pd.DataFrame:
 
 def _coefficient_rows(sub, metrics, *, level, categories, raters, **kw) -> list[pd.DataFrame]:
     """One row per metric; a metric undefined on this panel is a NaN row with the reason."""
-    rows = []
-    for name in metrics:
-        m, w = split_metric(name)
-        lv = level if m == "krippendorff_alpha" else None  # weighted coefficients infer an ordinal level
-        try:
-            res = agreement(sub, m, raters=raters, categories=categories, level=lv, weights=w, **kw)
-            rows.append(res.to_frame())
-        except AgreementError as exc:  # undefined on this design: say why, keep the other rows
-            rows.append(_undefined(name, raters or sorted(sub["rater"].unique(), key=str), exc))
+    split = [split_metric(name) for name in metrics]
+    levels = [level if m == "krippendorff_alpha" else None for m, _ in split]  # weighted ones infer ordinal
+    results = agreement_many(sub, [m for m, _ in split], levels=levels, weights=[w for _, w in split],
+                             raters=raters, categories=categories, **kw)  # one pass over the item draws
+    rows = [res.to_frame() if not isinstance(res, AgreementError)  # undefined on this design: say why
+            else _undefined(name, raters or sorted(sub["rater"].unique(), key=str), res)
+            for name, res in zip(metrics, results)]
     return [r.assign(section="agreement") for r in rows]
 
 

@@ -84,17 +84,18 @@ def _undefined_note(st: Stat, notes: list[str]) -> str:
 
 
 def _interval(metric: str, st: Stat, est: float, *, n_boot: int, confidence: float, ci_method: str, seed,
-              notes: list[str]) -> tuple[float, float, str]:
-    """(ci_low, ci_high, ci_method): analytic where the statistic has one and it is asked for, else bootstrap."""
+              notes: list[str], reps: np.ndarray | None = None) -> tuple[float, float, str]:
+    """(ci_low, ci_high, ci_method): analytic where the statistic has one and it is asked for, else bootstrap
+    (``reps``: its replicates when already drawn, e.g. together with other statistics)."""
     if ci_method == "analytic" and st.analytic is not None:
-        lo, hi, how = st.analytic(st.F.sum(0, keepdims=True), est, confidence)
+        lo, hi, how = st.analytic(st.totals(), est, confidence)
         return float(lo), float(hi), how
     if not n_boot or n_boot <= 0:
         return _NAN, _NAN, ""
     if ci_method == "analytic":
         notes.append(f"no analytic SE for {metric}; bootstrap percentile used")
         ci_method = "percentile"
-    reps = replicates([st], n_boot, seed)[:, 0]
+    reps = replicates([st], n_boot, seed)[:, 0] if reps is None else reps
     jack = jackknife(st) if ci_method == "bca" else None
     lo, hi, n_ok = interval(est, reps, confidence, ci_method, jack)
     if n_ok < n_boot:
@@ -104,8 +105,8 @@ def _interval(metric: str, st: Stat, est: float, *, n_boot: int, confidence: flo
 
 def finish(metric: str, st: Stat, *, n_raters: int, n_missing: int, raters, level: str, n_boot: int,
            confidence: float, ci_method: str, seed, note: str = "", n_failed: int = 0,
-           details: pd.DataFrame | None = None) -> AgreementResult:
-    """Point estimate, CI and note for one statistic."""
+           details: pd.DataFrame | None = None, reps: np.ndarray | None = None) -> AgreementResult:
+    """Point estimate, CI and note for one statistic (``reps``: its bootstrap replicates, if already drawn)."""
     check_ci(ci_method, confidence)
     est = point(st) if st.n_items > 0 else _NAN
     notes = [n for n in (note, st.note) if n]
@@ -115,5 +116,5 @@ def finish(metric: str, st: Stat, *, n_raters: int, n_missing: int, raters, leve
         notes.append(_undefined_note(st, notes))
         return AgreementResult(metric, _NAN, _NAN, _NAN, "", note="; ".join(n for n in notes if n), **common)
     lo, hi, how = _interval(metric, st, est, n_boot=n_boot, confidence=confidence, ci_method=ci_method, seed=seed,
-                            notes=notes)
+                            notes=notes, reps=reps)
     return AgreementResult(metric, float(est), lo, hi, how, note="; ".join(notes), **common)

@@ -11,7 +11,7 @@ every rate; they are never turned into ties. Plots are in :mod:`medeval_kit.viz.
 
 from medeval_kit.bias._common import RESULT_COLUMNS
 from medeval_kit.bias.inputs import (check_pairwise, pairwise_from_annotations, pairwise_to_response_scores,
-                                     read_judgments)
+                                     read_judgments, user_judgments)
 from medeval_kit.bias.length import (length_bias, length_controlled_win_rate, longer_preferred_rate,
                                      response_lengths, simulate_length_bias)
 from medeval_kit.bias.letters import LETTERS, letter_balance
@@ -22,6 +22,7 @@ from medeval_kit.bias.self_preference import load_lineage, self_preference, simu
 __all__ = [
     "RESULT_COLUMNS",
     "read_judgments",
+    "user_judgments",
     "check_pairwise",
     "pairwise_from_annotations",
     "pairwise_to_response_scores",

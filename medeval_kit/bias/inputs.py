@@ -11,9 +11,11 @@ import pandas as pd
 
 from medeval_kit.bias._common import rows_of
 from medeval_kit.errors import DataFileError, SchemaError
-from medeval_kit.pairwise import SLOT_LABELS
+from medeval_kit.pairwise import MODEL_LABELS, ORDERS, SLOT_LABELS, to_slot, unswap
+from medeval_kit.schemas import validate
 
-__all__ = ["read_judgments", "check_pairwise", "pairwise_from_annotations", "pairwise_to_response_scores"]
+__all__ = ["read_judgments", "check_pairwise", "pairwise_from_annotations", "pairwise_to_response_scores",
+           "user_judgments"]
 
 _TABLE = "judgments"
 
@@ -217,3 +219,121 @@ def pairwise_to_response_scores(
         pd.DataFrame({"item": d[item], "model": d["model_a"], "rater": d[rater], "score": sa}),
         pd.DataFrame({"item": d[item], "model": d["model_b"], "rater": d[rater], "score": 1.0 - sa}),
     ], ignore_index=True)
+
+
+# --------------------------------------------------------------------------- the user's own judgments file
+#: tidy name -> value used when the user's column is absent under its default name
+_FILLED = {"judge": "judge", "criterion": "overall", "order": "AB", "repeat": 0}
+
+
+def _cell_text(v) -> str | None:
+    """A verdict cell as stripped text; None for a missing value or a blank cell."""
+    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
+        return None
+    t = str(v).strip()
+    return t or None
+
+
+def _token_list(failed: Collection[str] | str) -> set[str]:
+    """Failure tokens from a list or a comma-separated string."""
+    parts = failed.split(",") if isinstance(failed, str) else [str(t) for t in failed]
+    return {t.strip() for t in parts if t.strip()}
+
+
+def _verdict_terms(v: pd.Series, order: pd.Series, terms: str, column: str, source: str) -> tuple[pd.Series, pd.Series]:
+    """(model-terms verdict, slot verdict) from the user's verdicts in ``terms``; a located error otherwise."""
+    if terms not in ("model", "slot"):
+        raise SchemaError(_TABLE, column, [], f"verdict_terms must be 'model' (A/B/tie: which model won) or "
+                          f"'slot' (first/second/tie: which presented slot won); got {terms!r}", source)
+    lab = v.map(lambda x: x if x is None or (terms == "model" and x in ("A", "B")) else x.lower())
+    allowed = MODEL_LABELS if terms == "model" else SLOT_LABELS
+    bad = lab.notna() & ~lab.isin(allowed)
+    if bad.any():
+        other = SLOT_LABELS if terms == "model" else MODEL_LABELS
+        looks = lab[bad].map(lambda x: x in other or x.upper() in other).all()
+        hint = (f"they look like {'slot' if terms == 'model' else 'model'} terms: set verdict_terms to "
+                f"{'slot' if terms == 'model' else 'model'}" if looks else
+                "if they mean that the judge's reply could not be parsed, count them as failed parses with "
+                f"failed={','.join(sorted(set(v[bad]))[:8])!r}")
+        raise SchemaError(_TABLE, column, rows_of(bad), f"unknown verdict(s) {sorted(set(v[bad]))[:8]}; expected "
+                          f"{list(allowed)} (verdict_terms {terms!r}) or an empty cell; {hint}", source)
+    known = order.isin(ORDERS)
+    if terms == "model":
+        need = lab.notna() & ~known
+        if need.any():
+            raise SchemaError(_TABLE, "order", rows_of(need),
+                              f"model-terms verdicts are mapped to presented slots with the order, which must be AB "
+                              f"(A shown first) or BA (B shown first); found {sorted(set(order[need]))[:5]}", source)
+        return lab, to_slot(lab, order).set_axis(lab.index)
+    model = pd.Series([unswap(s, o) if s is not None and k else None for s, o, k in zip(lab, order, known)],
+                      index=lab.index, dtype=object)
+    return model, lab
+
+
+def user_judgments(
+    path: str | Path,
+    *,
+    from_format: str | None = None,
+    item: str = "item",
+    judge: str = "judge",
+    criterion: str = "criterion",
+    order: str = "order",
+    verdict: str = "verdict",
+    verdict_terms: str = "model",
+    repeat: str = "repeat",
+    parse_status: str = "parse_status",
+    failed: Collection[str] | str = (),
+    protocol: str = "pairwise",
+) -> pd.DataFrame:
+    """The user's pairwise judgments file as a validated ``judgments`` table with the tidy column names.
+
+    The user's ``item, judge, criterion, order, repeat, verdict, parse_status`` columns get those
+    names; ``verdict`` (model terms A/B/tie/neither) and ``slot_verdict`` (first/second/tie/neither)
+    are both filled: ``verdict_terms="model"`` means the column names the winning model (mapped to
+    slots with the AB/BA order), ``"slot"`` the winning presented slot. A judge, criterion, order or
+    repeat column absent *under its default name* means one judge, one criterion (``overall``), one
+    order (``AB``: response A shown first) or one call per order; a column named otherwise must exist.
+    Empty verdicts and the ``failed`` tokens (a list or comma-separated) are failed parses, never ties;
+    a parse-status value other than ok/missing counts as failed. Other columns (lengths, model names)
+    are kept. ``from_format``: ``path`` is another tool's results file, read with
+    :func:`medeval_kit.readers.read_format` (already tidy; the column names are not used).
+    Errors name the file, the column and the rows.
+    """
+    src = str(path)
+    if from_format:
+        from medeval_kit.readers import read_format
+
+        return read_format(from_format, path, table="judgments")
+    df = read_judgments(path, text_columns=[verdict])
+    cols = {"item": item, "judge": judge, "criterion": criterion, "order": order, "repeat": repeat,
+            "verdict": verdict, "parse_status": parse_status}
+    absent = [c for t, c in cols.items() if c not in df.columns and not (c == t and (t in _FILLED or t == "parse_status"))]
+    if absent:
+        raise SchemaError(_TABLE, absent[0], [], f"column(s) {absent} not found; present: {list(df.columns)}. Name "
+                          "your columns (item, judge, criterion, order, verdict, repeat)", src)
+    mine = {c: t for t, c in cols.items() if c in df.columns}
+    clash = {t: f"original_{t}" for t in list(cols) + ["slot_verdict", "raw"] if t in df.columns and t not in mine}
+    out = df.reset_index(drop=True).rename(columns=clash).rename(columns=mine)
+    for t, value in _FILLED.items():
+        if t not in out.columns:
+            out[t] = value
+    for t in ("item", "judge", "criterion"):
+        out[t] = out[t].astype(str)
+    out["order"] = out["order"].map(lambda o: "" if _cell_text(o) is None else str(o).strip().upper())
+    rep = pd.to_numeric(out["repeat"], errors="coerce")
+    if rep.isna().any() or (rep % 1 != 0).any():
+        raise SchemaError(_TABLE, repeat, rows_of(rep.isna() | (rep % 1 != 0)), "repeat must be a whole number", src)
+    out["repeat"] = rep.astype("int64")
+    cells = out["verdict"].map(_cell_text)
+    is_failed = cells.isin(_token_list(failed))
+    text = pd.Series([None if f else c for c, f in zip(cells, is_failed)], index=out.index, dtype=object)
+    out["verdict"], out["slot_verdict"] = _verdict_terms(text, out["order"], verdict_terms, verdict, src)
+    status = (out["parse_status"].map(lambda s: s if s in ("ok", "missing") else "failed")
+              if "parse_status" in out.columns else pd.Series("ok", index=out.index))
+    out["parse_status"] = status.where(text.notna() | status.eq("missing"), "failed").where(~is_failed, "failed")
+    if "raw" not in out.columns:
+        out["raw"] = cells.astype(object)
+    if "protocol" not in out.columns:
+        out["protocol"] = protocol
+    validate(out, "judgments", source=src)
+    return out

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 
 import numpy as np
 import pandas as pd
 
-from medeval_kit.agreement import (DEFAULT_METRICS, DESIGNS, AgreementError, agreement_report, describe_raters,
-                                   judge_vs_humans, read_checked, registry)
+from medeval_kit.agreement import (DEFAULT_METRICS, DESIGNS, AgreementError, PanelError, agreement_report,
+                                   describe_raters, judge_vs_humans, read_checked, registry)
+from medeval_kit.agreement.data import DuplicateLabelError, LabelOrderError, UnknownLabelError
+from medeval_kit.agreement.report import split_metric
 from medeval_kit.agreement.weights import WEIGHT_NAMES
-from medeval_kit.errors import SchemaError
+from medeval_kit.errors import MedevalError, SchemaError
 from medeval_kit.results import RESULT_COLUMNS
 
-__all__ = ["register_cli", "jsonable", "metric_choices"]
+__all__ = ["register_cli", "jsonable", "metric_choices", "CommandError", "in_cli_words", "cli_text"]
 
 JVH_FIELDS = ["role", "rater", "design", "metric", *RESULT_COLUMNS, "n_pairs", "delta", "delta_ci_low",
               "delta_ci_high", "p_value"]
@@ -131,14 +134,106 @@ def _check_common(args) -> None:
         raise AgreementError(f"--confidence must be a level between 0 and 1, e.g. 0.95; got {args.confidence}")
 
 
-def _user_columns(exc: SchemaError, args) -> SchemaError:
-    """The same error, naming the user's own columns and the file."""
+class CommandError(MedevalError):
+    """A library error in the command's own words: its options, the user's column names and the file."""
+
+
+def _columns(args) -> dict[str, str]:
+    """Our internal column names -> what the user calls them (wide files: the rater columns)."""
+    if getattr(args, "wide", False):
+        raters = ", ".join(args.raters) if getattr(args, "raters", None) else f"every column but {args.item!r}"
+        return {"item": args.item, "rater": f"rater columns ({raters})", "label": f"rater columns ({raters})"}
     names = {"item": args.item, "rater": args.rater, "label": args.label}
-    col = names.get(exc.column, exc.column)
-    problem = exc.problem
-    for ours, theirs in names.items():
-        problem = problem.replace(f"'{ours}'", f"'{theirs}'")
-    return SchemaError(exc.table, col, exc.rows, problem, exc.source or str(args.file))
+    kind = getattr(args, "rater_kind", None)
+    if kind:
+        names["rater_kind"] = kind
+    return names
+
+
+def cli_text(text: str, args) -> str:
+    """Library wording in CLI terms: the user's column names, ``--option value`` for ``option='value'``, and
+    no Python alternatives (``--humans NAME ... / humans=[...]`` keeps the option)."""
+    for ours, theirs in _columns(args).items():
+        text = text.replace(f"'{ours}'", f"'{theirs}'")
+    text = re.sub(r"\s*/\s*\w+=(\[\.\.\.\]|\.\.\.)", "", text)  # "--humans NAME ... / humans=[...]"
+    text = re.sub(r"\w+=\[\.\.\.\]\s*/\s*", "", text)  # "judges=[...] / --judges NAME ..."
+    text = re.sub(r"(\w+)='([^']*)' \((--[\w-]+ [^)]*)\)", r"\3", text)  # "scoring='a' (--scoring a)"
+    options = {k for k in vars(args) if not k.startswith("_")}
+
+    def flag(m: re.Match) -> str:
+        return f"--{m.group(1).replace('_', '-')} {m.group(2)}" if m.group(1) in options else m.group(0)
+
+    text = re.sub(r"\b(\w+)='([^']*)'", flag, text)
+    return re.sub(r"(?<![-\w])(\w+)(?= must be)",  # "q_fdr must be ..." -> "--q-fdr must be ..."
+                  lambda m: f"--{m.group(1).replace('_', '-')}" if m.group(1) in options else m.group(0), text)
+
+
+def _where(exc: SchemaError, args, column: str | None = None) -> str:
+    """``FILE, column 'grade', rows [3, 7] (2 in all)`` for a located error, in the user's names."""
+    names = _columns(args)
+    col = column if column is not None else names.get(exc.column, exc.column)
+    shown = ", ".join(map(str, exc.rows[:10])) + (" ..." if len(exc.rows) > 10 else "")
+    rows = f", rows [{shown}] ({len(exc.rows)} in all; data rows from 0)" if exc.rows else ""
+    where = (f", the {col}" if col.startswith("rater columns") else f", column {col!r}") if col else ""
+    return f"{exc.source or args.file}{where}{rows}"
+
+
+def _asked_for_order(args, level: str) -> str:
+    """What in the command asked for ordered labels: ``--level ordinal`` or a weighted ``--metric``."""
+    if args.level == level:
+        return f"--level {level}"
+    weighted = [m for m in (args.metric or DEFAULT_METRICS)
+                if split_metric(m)[1] or getattr(registry.REGISTRY.get(m), "default_weights", None)]
+    return f"--metric {weighted[0]} (weighted)" if weighted else f"--level {level}"
+
+
+def in_cli_words(exc: MedevalError, args) -> MedevalError:
+    """The error as the command says it: the option to use (``--categories low medium high``), the user's own
+    column names and the file. Structured library errors are re-worded from their fields."""
+    names = _columns(args)
+    if isinstance(exc, LabelOrderError):
+        labels = ", ".join(map(repr, exc.labels[:8])) + (" ..." if len(exc.labels) > 8 else "")
+        if exc.need == "increasing":
+            lo, hi = exc.labels
+            problem = (f"--categories {' '.join(map(str, exc.declared))} are not in increasing order ({hi!r} comes "
+                       f"after {lo!r}): list the categories lowest first")
+        elif exc.need == "numbers":
+            problem = (f"--level {exc.level} needs numeric labels; the labels are text ({labels}): use --level "
+                       "ordinal with their order, lowest first, e.g. --categories low medium high")
+        else:
+            problem = (f"{_asked_for_order(args, exc.level)} needs the labels in order; they are text ({labels}): "
+                       "list them lowest first with --categories, e.g. --categories low medium high")
+        return CommandError(f"{_where(exc, args)}: {problem}")
+    if isinstance(exc, UnknownLabelError):
+        unknown = " ".join(map(str, exc.labels))
+        return CommandError(
+            f"{_where(exc, args)}: label(s) {', '.join(map(repr, exc.labels))} are not among --categories "
+            f"{' '.join(map(str, exc.declared))}: add them to --categories, or count them as missing with "
+            f"--missing {unknown}")
+    if isinstance(exc, DuplicateLabelError):
+        item, rater = names["item"], names["rater"]
+        ex_item, ex_rater = exc.example
+        return CommandError(
+            f"{_where(exc, args, column=f'{item}, {rater}')}: {rater} {ex_rater!r} labelled {item} {ex_item!r} "
+            f"more than once; each {rater} may label each {item} once: keep one row per ({item}, {rater}), or "
+            "name the column that tells the rows apart with --criterion COLUMN")
+    if isinstance(exc, SchemaError):
+        problem = cli_text(exc.problem, args).replace("the label option", "--label")
+        return CommandError(f"{_where(exc, args)}: {problem}")
+    if isinstance(exc, (AgreementError, PanelError)):
+        text = cli_text(str(exc), args)
+        if re.search(r"needs at least \d+ human raters", text):
+            text += "; pass two or more names to --humans (or mark them 'human' in the --rater-kind column)"
+        src = str(args.file)
+        return CommandError(text if text.startswith(src) else f"{src}: {text}")
+    return exc
+
+
+def _words(table: pd.DataFrame, args) -> pd.DataFrame:
+    """The table's notes in CLI terms (e.g. an unknown --raters name, said with the user's rater column)."""
+    if "note" in table.columns:
+        table = table.assign(note=[cli_text(n, args) if isinstance(n, str) else n for n in table["note"]])
+    return table
 
 
 def _cmd(args) -> int:
@@ -162,9 +257,9 @@ def _cmd(args) -> int:
             criterion="criterion" if args.criterion else None, n_boot=args.n_boot, confidence=args.confidence,
             ci_method=args.ci_method, seed=args.seed, notes=notes,
         )
-    except SchemaError as exc:  # row numbers are data rows of the (long) file, 0-based
-        raise _user_columns(exc, args) from None
-    _write_agreement(table, args.format, sys.stdout)
+    except (SchemaError, AgreementError, PanelError) as exc:  # row numbers: data rows of the (long) file, from 0
+        raise in_cli_words(exc, args) from None
+    _write_agreement(_words(table, args), args.format, sys.stdout)
     return 0
 
 
@@ -180,9 +275,9 @@ def _jvh_cmd(args) -> int:
         res = judge_vs_humans(df, args.humans, args.judges, design=args.design, metric=args.metric,
                               margin=args.margin, n_boot=args.n_boot, confidence=args.confidence, seed=args.seed,
                               source=str(args.file))
-    except SchemaError as exc:
-        raise _user_columns(exc, args) from None
-    t = res.to_frame()
+    except (SchemaError, AgreementError, PanelError) as exc:
+        raise in_cli_words(exc, args) from None
+    t = _words(res.to_frame(), args)
     if notes:
         t["note"] = [f"{n}; {'; '.join(notes)}" if n else "; ".join(notes) for n in t["note"]]
     out = sys.stdout

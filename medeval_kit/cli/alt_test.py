@@ -7,10 +7,11 @@ import sys
 
 import pandas as pd
 
-from medeval_kit.agreement import PanelError, alt_test, describe_raters, read_annotations
+from medeval_kit.agreement import AgreementError, PanelError, alt_test, describe_raters, read_annotations
 from medeval_kit.agreement.alt_test import (DEFAULT_EPSILON, DEFAULT_Q_FDR, JSON_KEYS, MIN_HUMANS_PER_ITEM,
-                                            MIN_ITEMS_PER_HUMAN, PASS_RATE, SCORINGS, AltTestResult)
-from medeval_kit.cli.agreement import jsonable
+                                            MIN_ITEMS_PER_HUMAN, PASS_RATE, SCORINGS, AltTestError, AltTestResult)
+from medeval_kit.cli.agreement import CommandError, cli_text, in_cli_words, jsonable
+from medeval_kit.errors import SchemaError
 
 __all__ = ["register_cli", "write_result"]
 
@@ -24,9 +25,14 @@ def _cmd(args) -> int:
     if args.rater_kind and "rater_kind" not in df.columns and not args.humans:
         raise PanelError(f"{args.file}: --rater-kind column {args.rater_kind!r} not found; pass --humans NAME ... "
                          "instead")
-    res = alt_test(df, humans=args.humans, judges=args.judges, rater_kind="rater_kind", epsilon=args.epsilon,
-                   scoring=args.scoring, q_fdr=args.q_fdr, min_items_per_human=args.min_items_per_human,
-                   min_humans=args.min_humans, source=str(args.file))
+    try:
+        res = alt_test(df, humans=args.humans, judges=args.judges, rater_kind="rater_kind", epsilon=args.epsilon,
+                       scoring=args.scoring, q_fdr=args.q_fdr, min_items_per_human=args.min_items_per_human,
+                       min_humans=args.min_humans, source=str(args.file))
+    except AltTestError as exc:  # a parameter: said with its option
+        raise CommandError(f"{args.file}: {cli_text(str(exc), args)}") from None
+    except (SchemaError, AgreementError, PanelError) as exc:  # the user's columns, the options, the file
+        raise in_cli_words(exc, args) from None
     write_result(res, args.format, sys.stdout, details=args.details)
     return 0
 

@@ -221,20 +221,40 @@ def _write(wide: pd.DataFrame, fmt: str) -> None:
                      "first-slot rate over parsed non-tie calls.\n")
 
 
+# library advice that has no command: said as where to find it
+_NO_COMMAND = {
+    "For k-slot protocols use slot_preference": "k-slot protocols (one verdict among k shown answers) have no command: "
+                                                "use medeval_kit.bias.slot_preference in Python",
+    "(use slot_preference for k-slot protocols)": "(k-slot protocols have no command: use "
+                                                  "medeval_kit.bias.slot_preference in Python)",
+}
+
+
+def _in_cli_words(exc: SchemaError) -> SchemaError:
+    """The library's error with its Python-only advice said for a command-line user."""
+    problem = exc.problem
+    for ours, theirs in _NO_COMMAND.items():
+        problem = problem.replace(ours, theirs)
+    return SchemaError(exc.table, exc.column, exc.rows, problem, exc.source)
+
+
 def _cli_position_bias(args) -> int:
     """Run ``medeval position-bias``; return the exit code."""
     if args.n_boot < 0:
-        raise DataFileError("--n-boot must be 0 or positive")
+        raise DataFileError(f"--n-boot must be 0 or more (0 = exact binomial CIs); got {args.n_boot}")
     src = str(args.file)
     verdict = args.verdict or "verdict"
     terms = args.verdict_terms or ("model" if args.from_format else "slot")
     parse_status = args.parse_status or "parse_status"
     df = _slot_verdicts(_read(args, verdict), verdict=verdict, terms=terms, order=args.order,
                         failed=args.failed or (), parse_status=parse_status, source=src)
-    res = position_bias(
-        df, item=args.item, judge=args.judge, criterion=args.criterion, order=args.order,
-        slot_verdict=verdict, verdict=None, repeat=args.repeat, parse_status=parse_status,
-        protocol="protocol", n_boot=args.n_boot, seed=args.seed, source=src,
-    )
+    try:
+        res = position_bias(
+            df, item=args.item, judge=args.judge, criterion=args.criterion, order=args.order,
+            slot_verdict=verdict, verdict=None, repeat=args.repeat, parse_status=parse_status,
+            protocol="protocol", n_boot=args.n_boot, seed=args.seed, source=src,
+        )
+    except SchemaError as exc:
+        raise _in_cli_words(exc) from None
     _write(position_bias_wide(res), args.format)
     return 0

@@ -1,37 +1,62 @@
-"""Reproduction report: every figure, every table, and each published number beside ours.
+"""Reproduction report: a summary per paper first, then each study's published numbers, figures and tables.
 
-The report is built from the studies' outputs only: figure sidecars in ``figures/<study>/*.json``,
-tables in ``tables/<study>/*.csv``, and the ``published_numbers.csv`` table each study writes with
-columns ``paper, source, quantity, published, ours, status, note`` (written by
-:mod:`medeval_kit.repro`). Nothing is typed in here. A status that is not one of :data:`STATUSES`,
-or that the one rule does not give for the row's printed value and ours, is an error.
+The report is built from the studies' outputs only: figure sidecars in ``figures/<study>/*.json`` (and
+their PNGs), tables in ``tables/<study>/*.csv``, and the ``published_numbers.csv`` table each study writes
+with columns ``paper, source, quantity, published, ours, status, note`` (written by
+:mod:`medeval_kit.repro`). Nothing is typed in here. A status that is not one of :data:`STATUSES`, or that
+the one rule does not give for the row's printed value and ours, is an error.
+
+``report.html`` is one self-contained file (CSS inline, figures embedded as base64 PNG, no script): the
+summary per paper (citation from ``data/published/<paper-id>.yaml``) comes first, then one collapsible
+section per study. Ours is shown at the printed precision of the value it is compared with (the rule's
+:meth:`Printed.show`), counts as integers. Statuses carry a symbol and a word besides their colour
+(Okabe-Ito blue / orange, grey), so they read without colour. ``report.md`` holds the same summary and
+numbers as Markdown, with links to the figures and tables instead of embedded images.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import html
 import json
+import math
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from medeval_kit.repro.published import STATUSES, decide
+from medeval_kit.errors import DataFileError
+from medeval_kit.repro.published import STATUSES, decide, parse_printed
 
-__all__ = ["STATUSES", "RULE", "collect_published", "collect_figures", "collect_tables", "build_report", "Report"]
+__all__ = ["RULE", "STATUSES", "SYMBOLS", "Report", "build_report", "collect_figures", "collect_published",
+           "collect_tables", "display_table", "paper_counts", "show_ours"]
 
 RULE = ("reproduced: ours rounds to the value as printed, at its printed precision (a percentage compares "
         "ours x 100; an integer must match exactly); differs: with the reason in the note; not recoverable: "
         "the public data cannot give it.")
 
 PUBLISHED_COLUMNS = ("paper", "source", "quantity", "published", "ours", "status", "note")
+NUMBER_KEY = ["paper", "source", "quantity", "published"]  # one printed number (several studies may check it)
+SYMBOLS = {"reproduced": "✓", "differs": "≠", "not recoverable": "∅"}
+VERBS = {"reproduced": "reproduced", "differs": "differ", "not recoverable": "not recoverable"}  # "38 differ"
+MISSING = "—"
+PREVIEW_ROWS = 20  # rows of each table shown in the HTML report; the CSV has them all
+CELL_CHARS = 160  # longer text cells (model replies) are cut in the preview
+SHORT_CHARS = 28  # text columns no longer than this are kept on one line
+P_VALUE = re.compile(r"^p(_|$)")  # p-value columns (p_value, p_uniform ...): 3 significant digits, 1.23e-05
+WIDE_PX = 1800  # figures at least this wide (heatmaps, panels) take a whole row
 
 
 def _root(root: str | Path | None) -> Path:
     from medeval_kit.paths import root as project_root
 
     return Path(root) if root else project_root()
+
+
+# --------------------------------------------------------------------------- collecting
 
 
 def _check_statuses(df: pd.DataFrame, path: Path) -> None:
@@ -76,7 +101,7 @@ def collect_published(root: str | Path | None = None) -> pd.DataFrame:
 
 
 def collect_figures(root: str | Path | None = None) -> pd.DataFrame:
-    """Return one row per saved figure: study, figure, files, notebook, parameters, data hash."""
+    """Return one row per saved figure: study, figure, png (relative to the root), notebook, parameters, data hash."""
     rows = []
     for side in sorted((_root(root) / "figures").glob("*/*.json")):
         meta = json.loads(side.read_text())
@@ -91,7 +116,7 @@ def collect_figures(root: str | Path | None = None) -> pd.DataFrame:
 
 
 def collect_tables(root: str | Path | None = None) -> pd.DataFrame:
-    """Return one row per saved table: study, table, rows, columns."""
+    """Return one row per saved table: study, table, rows, columns, path (relative to the root)."""
     rows = []
     for p in sorted((_root(root) / "tables").glob("*/*.csv")):
         try:
@@ -104,6 +129,113 @@ def collect_tables(root: str | Path | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["study", "table", "rows", "columns", "path"])
 
 
+def _paper_file(paper: str, base: Path):
+    """The paper's data file (the project's ``data/published`` first, then the toolkit's), or None."""
+    from medeval_kit.repro.published import published_dir, validate_paper_file
+
+    for folder in (base / "data" / "published", published_dir()):
+        if (folder / f"{paper}.yaml").is_file():
+            return validate_paper_file(folder / f"{paper}.yaml")
+    return None
+
+
+def _study_descriptions(base: Path) -> dict[str, str]:
+    """Return each study's one-line description from ``studies/*.yaml`` ({} when there is no such folder)."""
+    from medeval_kit.cli.runner import load_studies
+
+    folder = base / "studies"
+    return {k: s.description for k, s in load_studies(folder).items()} if folder.is_dir() else {}
+
+
+# --------------------------------------------------------------------------- numbers as a reader sees them
+
+
+def show_ours(published: str, ours: str | float | None) -> str:
+    """Return ours written like the printed value (its decimals, ``%`` when printed with one; a count as an
+    integer), or ``""`` when ours is missing."""
+    if ours is None or (isinstance(ours, str) and not ours.strip()):
+        return ""
+    x = float(ours)
+    return "" if math.isnan(x) else parse_printed(published).show(x)
+
+
+def paper_counts(published: pd.DataFrame) -> pd.DataFrame:
+    """Return per paper: distinct printed numbers by status, their total, the checks and the studies that checked them.
+
+    A number checked by two studies is counted once (rows with the same paper, source, quantity, printed value
+    and status); ``checks`` counts the rows.
+    """
+    cols = ["paper", *STATUSES, "numbers", "checks", "studies"]
+    if published.empty:
+        return pd.DataFrame(columns=cols)
+    distinct = published.drop_duplicates([*NUMBER_KEY, "status"])
+    counts = (distinct.groupby("paper")["status"].value_counts().unstack(fill_value=0)
+              .reindex(columns=list(STATUSES), fill_value=0).astype(int))
+    counts["numbers"] = counts[list(STATUSES)].sum(axis=1)
+    counts["checks"] = published.groupby("paper").size()
+    counts["studies"] = published.groupby("paper")["study"].agg(lambda s: ", ".join(sorted(set(s))))
+    return counts.reset_index()[cols].sort_values("paper", ignore_index=True)
+
+
+def _fixed_decimals(values: pd.Series) -> int:
+    """Decimals for a float column: 3 significant digits at its largest magnitude (0.852, 25.33, 203.0)."""
+    finite = values[values.map(math.isfinite)].abs()
+    top = finite.max() if len(finite) else 0.0
+    return 3 if top < 10 else 2 if top < 100 else 1 if top < 1000 else 0
+
+
+def _show_float(x: float, decimals: int | None) -> str:
+    """``x`` at fixed ``decimals`` (None: 3 significant digits, for p-values); "" for NaN, never "-0.000"."""
+    if math.isnan(x):
+        return ""
+    if not math.isfinite(x):
+        return str(x)
+    text = f"{x:.3g}" if decimals is None else f"{x:.{decimals}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def display_table(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """Return ``df`` as strings for reading (counts as integers, floats at 3 significant digits per column, long
+    text cut) and the names of its numeric columns; ``ours`` beside ``published`` at the printed precision."""
+    out = pd.DataFrame(index=df.index)
+    numeric = []
+    for col in df.columns:
+        s = df[col]
+        if col == "published":
+            out[col] = s.fillna("").astype(str)
+            continue
+        if col == "ours" and "published" in df.columns:
+            try:
+                out[col] = [show_ours(str(p), o if pd.notna(o) else None) for p, o in zip(df["published"], s)]
+                numeric.append(col)
+                continue
+            except (DataFileError, TypeError, ValueError):  # not printed values: shown like any other column
+                pass
+        if pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s):
+            text = s.map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
+            out[col] = text.map(lambda v: v if len(v) <= CELL_CHARS else v[:CELL_CHARS - 1] + "…")
+            continue
+        numeric.append(col)
+        x = s.astype(float)
+        finite = x[x.map(math.isfinite)]
+        if (finite == finite.round()).all() and (finite.abs() < 2**53).all():
+            out[col] = x.map(lambda v: str(int(v)) if math.isfinite(v) else _show_float(v, 0))
+        else:
+            d = None if P_VALUE.match(str(col)) else _fixed_decimals(x)
+            out[col] = [_show_float(v, d) for v in x]
+    return out, numeric
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype={"published": str}, keep_default_na=True)
+    except pd.errors.EmptyDataError:
+        return pd.DataFrame()
+
+
+# --------------------------------------------------------------------------- the report
+
+
 @dataclass(frozen=True)
 class Report:
     """The collected report content and where it was written."""
@@ -111,65 +243,321 @@ class Report:
     published: pd.DataFrame
     figures: pd.DataFrame
     tables: pd.DataFrame
+    papers: pd.DataFrame
     html_path: Path
     md_path: Path
 
     def summary(self) -> str:
-        """Return counts of published numbers by status, figures and tables."""
+        """Return counts of published-number checks by status, distinct numbers, figures and tables."""
         counts = self.published["status"].value_counts().reindex(STATUSES, fill_value=0)
         parts = ", ".join(f"{k}: {v}" for k, v in counts.items())
-        return (f"{len(self.published)} published numbers ({parts}); {len(self.figures)} figures; "
-                f"{len(self.tables)} tables -> {self.html_path}, {self.md_path}")
+        distinct = len(self.published.drop_duplicates(NUMBER_KEY))
+        return (f"{len(self.published)} published numbers ({parts}; {distinct} distinct numbers from "
+                f"{len(self.papers)} papers); {len(self.figures)} figures; {len(self.tables)} tables "
+                f"-> {self.html_path}, {self.md_path}")
 
+
+def _studies(pub: pd.DataFrame, figs: pd.DataFrame, tabs: pd.DataFrame) -> list[str]:
+    return sorted(set(pub["study"]) | set(figs["study"]) | set(tabs["study"]))
+
+
+def _status_counts(df: pd.DataFrame) -> pd.Series:
+    return df["status"].value_counts().reindex(STATUSES, fill_value=0).astype(int)
+
+
+def _overview(pub: pd.DataFrame, papers: pd.DataFrame, figs: pd.DataFrame, tabs: pd.DataFrame) -> str:
+    """One sentence: checks, distinct numbers by status, papers, studies, figures, tables."""
+    distinct = pub.drop_duplicates([*NUMBER_KEY, "status"])
+    c = _status_counts(distinct)
+    by = ", ".join(f"{SYMBOLS[k]} {c[k]} {VERBS[k]}" for k in STATUSES)
+    return (f"{len(pub.drop_duplicates(NUMBER_KEY))} printed numbers from {len(papers)} papers, checked "
+            f"{len(pub)} times in {pub['study'].nunique()} studies: {by}. "
+            f"{len(figs)} figures and {len(tabs)} tables from {len(_studies(pub, figs, tabs))} studies.")
+
+
+def _params(parameters: str) -> str:
+    """Sidecar parameters as ``k=v`` pairs, empty values left out."""
+    d = json.loads(parameters) if parameters else {}
+    return ", ".join(f"{k}={v}" for k, v in d.items() if v not in ("", None, [], {}))
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _md_table(df: pd.DataFrame, right: tuple[str, ...] = ()) -> str:
+    """A compact pipe table of string cells, escaped by :func:`medeval_kit.tables._markdown_safe`."""
+    from medeval_kit.tables import _markdown_safe
+
+    safe = _markdown_safe(df.astype(str))
+    align = ["--:" if c in right else ":--" for c in df.columns]
+    lines = ["| " + " | ".join(safe.columns) + " |", "|" + "|".join(align) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in safe.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def _published_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """A study's published numbers for reading: status (symbol + word), quantity, source, printed, ours, note."""
+    return pd.DataFrame({
+        "status": [f"{SYMBOLS[s]} {s}" for s in df["status"]],
+        "quantity": df["quantity"].tolist(), "source": df["source"].tolist(),
+        "published": df["published"].tolist(),
+        "ours": [show_ours(p, o) or MISSING for p, o in zip(df["published"], df["ours"])],
+        "note": df["note"].tolist(),
+    })
+
+
+def _md_text(v) -> str:
+    """Free text for a Markdown paragraph or list item: HTML escaped, on one line."""
+    return html.escape(" ".join(str(v).split()), quote=False)
+
+
+def _link(base: Path, out: Path, rel: str) -> str:
+    """A link to ``base/rel`` from a file in ``out``: relative when ``out`` is inside the project, else absolute."""
+    if out.is_relative_to(base):
+        return Path(os.path.relpath(base / rel, out)).as_posix()
+    return (base / rel).as_posix()
+
+
+def _markdown(pub, papers, figs, tabs, cites, descriptions, base: Path, out: Path) -> str:
+    md = ["# medeval_kit reproduction report", "",
+          "Built from the studies' outputs (`tables/*/published_numbers.csv`, figure sidecars, tables).", "",
+          "## Summary", "", _overview(pub, papers, figs, tabs), "", RULE, ""]
+    if len(papers):
+        rows = pd.DataFrame({
+            "paper": [f"**{p}** — {cites[p][1]}" if cites[p][1] else f"**{p}**" for p in papers["paper"]],
+            **{f"{SYMBOLS[k]} {k}": papers[k].astype(str) for k in STATUSES},
+            "numbers": papers["numbers"].astype(str), "studies": papers["studies"],
+        })
+        md += [_md_table(rows, right=tuple(c for c in rows.columns if c not in ("paper", "studies"))), ""]
+        md += [f"- **{p}**: {_md_text(cites[p][0]) or 'no data file data/published/' + p + '.yaml'}"
+               + (f" <{cites[p][2]}>" if cites[p][2] else "") for p in papers["paper"]]
+        md.append("")
+    else:
+        md += ["_No study wrote published_numbers.csv yet._", ""]
+    md += [(f"Status symbols: {', '.join(f'{v} {k}' for k, v in SYMBOLS.items())}. Ours is shown at the "
+            "printed precision of the value it is compared with; the CSV tables keep full precision."), ""]
+    for study in _studies(pub, figs, tabs):
+        md += [f"## Study: {study}", ""]
+        if descriptions.get(study):
+            md += [_md_text(descriptions[study]), ""]
+        sp = pub[pub["study"] == study]
+        if len(sp):
+            c = _status_counts(sp)
+            md += ["### Published numbers", "", " · ".join(f"{SYMBOLS[k]} **{k}**: {c[k]}" for k in STATUSES), ""]
+            for paper, rows in sp.groupby("paper", sort=False):
+                md += [f"#### {paper}", "", _md_table(_published_rows(rows), right=("published", "ours")), ""]
+        sf = figs[figs["study"] == study]
+        if len(sf):
+            md += ["### Figures", ""]
+            md += [f"- [{_md_text(r.figure)}]({_link(base, out, r.png)}) — {_md_text(r.notebook)}"
+                   + (f"; {_md_text(_params(r.parameters))}" if _params(r.parameters) else "") for r in sf.itertuples()]
+            md.append("")
+        st = tabs[tabs["study"] == study]
+        if len(st):
+            rows = pd.DataFrame({"table": [f"[{t}]({_link(base, out, p)})" for t, p in zip(st["table"], st["path"])],
+                                 "rows": st["rows"].astype(int).astype(str).tolist(), "columns": st["columns"].tolist()})
+            md += ["### Tables", "", _md_table(rows, right=("rows",)), ""]
+    return "\n".join(md)
+
+
+# --------------------------------------------------------------------------- HTML
 
 _CSS = """
-body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 6px;vertical-align:top}
-th{background:#f3f3f3}.reproduced{background:#e6f4ea}.differs{background:#fdecea}.not-recoverable{background:#fff4e5}
-figure{display:inline-block;margin:8px;width:320px;vertical-align:top}figure img{width:100%}figcaption{font-size:12px}
+*{box-sizing:border-box}
+body{margin:0;font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1b1b1b;background:#f6f6f4}
+main{max-width:1200px;margin:0 auto;padding:12px 20px 40px}
+h1{font-size:26px;margin:16px 0 4px}h2{font-size:21px;margin:24px 0 8px}h3{font-size:17px;margin:18px 0 6px}
+h4{font-size:15px;margin:14px 0 4px}
+p,li{max-width:75em}a{color:#005a8c}
+code{font-size:13px;overflow-wrap:anywhere}
+.muted{color:#555;font-size:13px}
+.scroll{max-width:100%;overflow-x:auto;margin:6px 0 12px}
+table{border-collapse:collapse;font-size:13px;background:#fff}
+th,td{border-bottom:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#eceae6;font-weight:600;white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.pub{width:100%;min-width:600px;table-layout:fixed}table.pub th.status{width:150px}
+table.pub th.source{width:20%}table.pub th.num{width:104px}table.pub td{overflow-wrap:anywhere}
+table.pub td.num{overflow-wrap:normal}table.pub div.note{color:#444;font-size:12px;margin-top:2px}
+table.data td.short{white-space:nowrap}table.data td.text{min-width:14em;max-width:32em}
+table.summary th{white-space:normal;vertical-align:bottom}table.summary td.paper b{white-space:nowrap}
+table.summary td.studies{overflow-wrap:anywhere;min-width:8em}
+ul.refs{padding-left:1.2em;font-size:13px;color:#333}ul.refs li{margin:3px 0;overflow-wrap:anywhere}
+.badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;line-height:20px;white-space:nowrap}
+.badge.reproduced{background:#0072B2;color:#fff}
+.badge.differs{background:#E69F00;color:#000}
+.badge.not-recoverable{background:#fff;color:#333;border:1px dashed #777;line-height:18px}
+.bar{display:flex;width:100px;height:14px;border:1px solid #999;border-radius:3px;overflow:hidden;background:#fff}
+.bar span{display:block;height:100%}
+.bar .reproduced{background:#0072B2}
+.bar .differs{background:repeating-linear-gradient(45deg,#E69F00 0 4px,#F3CF80 4px 7px)}
+.bar .not-recoverable{background:#BBBBBB}
+details.study{background:#fff;border:1px solid #d6d4cf;border-radius:6px;margin:10px 0;padding:0 16px}
+details.study>summary{cursor:pointer;padding:10px 0;font-size:17px;font-weight:600}
+details.study>summary .badge{font-weight:400;margin-left:4px}
+details.table{margin:4px 0;border-left:3px solid #d6d4cf;padding-left:10px}
+details.table>summary{cursor:pointer;font-size:14px}
+.figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(min(100%,460px),1fr));gap:18px;margin:8px 0}
+figure{margin:0;min-width:0}figure.wide{grid-column:1/-1}
+figure.wide img{max-width:1100px}
+figure img{display:block;width:100%;height:auto;border:1px solid #e4e2dd;background:#fff}
+figcaption{font-size:12px;color:#444;overflow-wrap:anywhere;margin-top:4px}
 """
+
+
+def _esc(v) -> str:
+    return html.escape(str(v))
+
+
+def _badge(status: str, count: int | None = None) -> str:
+    text = f"{SYMBOLS[status]} {status}" if count is None else f"{SYMBOLS[status]} {count} {status}"
+    return f'<span class="badge {status.replace(" ", "-")}">{_esc(text)}</span>'
+
+
+def _bar(counts: pd.Series) -> str:
+    """A stacked bar of status shares (hatched orange for differs); the counts are written beside it."""
+    total = int(counts.sum()) or 1
+    parts = "".join(f'<span class="{k.replace(" ", "-")}" style="width:{100 * counts[k] / total:.2f}%"></span>'
+                    for k in STATUSES if counts[k])
+    label = ", ".join(f"{counts[k]} {k}" for k in STATUSES)
+    return f'<div class="bar" role="img" aria-label="{_esc(label)}">{parts}</div>'
+
+
+def _html_table(df: pd.DataFrame, *, numeric=(), classes: dict[str, str] | None = None, raw=(),
+                table_class: str = "") -> str:
+    """An HTML table of string cells (escaped, except the ``raw`` columns) inside its own scrolling box."""
+    classes = dict(classes or {})
+    for c in numeric:
+        classes[c] = "num"
+    head = "".join(f'<th class="{classes[c]}">{_esc(c)}</th>' if c in classes else f"<th>{_esc(c)}</th>"
+                   for c in df.columns)
+    body = []
+    for r in df.itertuples(index=False):
+        cells = []
+        for c, v in zip(df.columns, r):
+            text = v if c in raw else _esc(v)
+            cells.append(f'<td class="{classes[c]}">{text}</td>' if c in classes else f"<td>{text}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    tc = f' class="{table_class}"' if table_class else ""
+    return f'<div class="scroll"><table{tc}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def _summary_html(pub, papers, figs, tabs, cites) -> str:
+    parts = [f"<p>{_esc(_overview(pub, papers, figs, tabs))}</p>"]
+    if len(papers):
+        rows, refs = [], []
+        for _, r in papers.iterrows():
+            citation, short, url = cites[r.paper]
+            counts = r[list(STATUSES)].astype(int)
+            rows.append({"paper": f"<b>{_esc(r.paper)}</b>" + (f'<br><span class="muted">{_esc(short)}</span>'
+                                                                 if short else ""),
+                         "share": _bar(counts), **{f"{SYMBOLS[k]} {k}": str(counts[k]) for k in STATUSES},
+                         "numbers": str(r.numbers), "studies": _esc(r.studies)})
+            cite = _esc(citation) if citation else f"<i>no data file data/published/{_esc(r.paper)}.yaml</i>"
+            link = f' <a href="{_esc(url)}">{_esc(url)}</a>' if url else ""
+            refs.append(f"<li><b>{_esc(r.paper)}</b>: {cite}{link}</li>")
+        df = pd.DataFrame(rows)
+        parts.append(_html_table(df, numeric=[c for c in df.columns if c[0] in SYMBOLS.values()] + ["numbers"],
+                                 classes={"paper": "paper", "studies": "studies"}, raw=("paper", "share"),
+                                 table_class="summary"))
+        legend = " ".join(_badge(k) for k in STATUSES)
+        parts.append(f'<p class="muted">{legend}<br>{_esc(RULE)} Ours is shown at the printed precision of the '
+                     "value it is compared with (a count as an integer); the CSV tables keep full precision. A "
+                     "number that several studies check is counted once here.</p>")
+        parts.append(f'<h3>Papers</h3><ul class="refs">{"".join(refs)}</ul>')
+    else:
+        parts.append("<p><i>No study wrote published_numbers.csv yet.</i></p>")
+    return '<section id="summary"><h2>Summary</h2>' + "".join(parts) + "</section>"
+
+
+def _png_width(data: bytes) -> int:
+    """Width in pixels from a PNG's IHDR chunk (0 when the bytes are not a PNG)."""
+    return int.from_bytes(data[16:20], "big") if data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) >= 24 else 0
+
+
+def _figure_html(r, base: Path) -> str:
+    png = base / r.png
+    caption = (f"<b>{_esc(r.figure)}</b> · {_esc(r.notebook)}"
+               + (f" · {_esc(_params(r.parameters))}" if _params(r.parameters) else ""))
+    if not png.is_file():
+        return f"<figure><p><i>{_esc(r.png)} is missing</i></p><figcaption>{caption}</figcaption></figure>"
+    raw = png.read_bytes()
+    data = base64.b64encode(raw).decode("ascii")
+    wide = ' class="wide"' if _png_width(raw) >= WIDE_PX else ""
+    return (f'<figure{wide}><img src="data:image/png;base64,{data}" alt="{_esc(r.figure)}">'
+            f"<figcaption>{caption}</figcaption></figure>")
+
+
+def _table_html(r, base: Path) -> str:
+    df = _read_table(base / r.path)
+    shown, numeric = display_table(df.head(PREVIEW_ROWS))
+    more = (f"first {PREVIEW_ROWS} of {len(df)} rows; " if len(df) > PREVIEW_ROWS else "")
+    text = {c: "short" if shown[c].str.len().max() <= SHORT_CHARS else "text"
+            for c in shown.columns if c not in numeric and len(shown)}
+    body = (_html_table(shown, numeric=numeric, classes=text, table_class="data") if len(df.columns)
+            else "<p><i>empty</i></p>")
+    return (f'<details class="table"><summary><b>{_esc(r.table)}</b> '
+            f'<span class="muted">{len(df)} rows × {len(df.columns)} columns</span></summary>'
+            f'{body}<p class="muted">{more}full table: <code>{_esc(r.path)}</code></p></details>')
+
+
+def _study_html(study: str, pub, figs, tabs, descriptions, base: Path) -> str:
+    sp, sf, st = pub[pub["study"] == study], figs[figs["study"] == study], tabs[tabs["study"] == study]
+    c = _status_counts(sp)
+    head = (f"{_esc(study)} " + "".join(_badge(k, c[k]) for k in STATUSES if c[k])
+            + f' <span class="muted">{len(sf)} figures · {len(st)} tables</span>')
+    parts = [f"<p>{_esc(descriptions[study])}</p>"] if descriptions.get(study) else []
+    if len(sp):
+        parts.append("<h3>Published numbers</h3>")
+        for paper, rows in sp.groupby("paper", sort=False):
+            shown = _published_rows(rows)
+            shown["status"] = [_badge(s) for s in rows["status"]]
+            # the note under its quantity: the table then fits 800 px without a squeezed note column
+            shown["quantity"] = [_esc(q) + (f'<div class="note">{_esc(n)}</div>' if n else "")
+                                 for q, n in zip(shown["quantity"], shown.pop("note"))]
+            shown = shown.rename(columns={"quantity": "quantity and note"})
+            parts.append(f"<h4>{_esc(paper)}</h4>")
+            parts.append(_html_table(shown, numeric=("published", "ours"), raw=("status", "quantity and note"),
+                                     table_class="pub", classes={"status": "status", "source": "source"}))
+    if len(sf):
+        parts.append("<h3>Figures</h3><div class=\"figs\">" + "".join(_figure_html(r, base) for r in sf.itertuples())
+                     + "</div>")
+    if len(st):
+        parts.append("<h3>Tables</h3>" + "".join(_table_html(r, base) for r in st.itertuples()))
+    return (f'<details class="study" id="study-{_esc(study)}"><summary>{head}</summary>'
+            + "".join(parts) + "</details>")
+
+
+def _html(pub, papers, figs, tabs, cites, descriptions, base: Path) -> str:
+    studies = "".join(_study_html(s, pub, figs, tabs, descriptions, base) for s in _studies(pub, figs, tabs))
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>medeval_kit reproduction report</title><style>{_CSS}</style></head><body><main>"
+            "<h1>medeval_kit reproduction report</h1>"
+            "<p class=\"muted\">Built from the studies' outputs (tables/*/published_numbers.csv, figure sidecars, "
+            "tables); every figure is embedded, so this file stands alone.</p>"
+            + _summary_html(pub, papers, figs, tabs, cites)
+            + f'<section id="studies"><h2>Studies</h2>{studies}</section></main></body></html>\n')
 
 
 def build_report(root: str | Path | None = None, outdir: str | Path | None = None) -> Report:
     """Write ``report.html`` and ``report.md`` (default into ``<root>/report/``) and return the Report."""
-    base = _root(root)
-    out = Path(outdir) if outdir else base / "report"
+    base = _root(root).resolve()
+    out = (Path(outdir) if outdir else base / "report").resolve()
     out.mkdir(parents=True, exist_ok=True)
     pub, figs, tabs = collect_published(base), collect_figures(base), collect_tables(base)
+    papers = paper_counts(pub)
+    cites = {}
+    for p in papers["paper"]:
+        f = _paper_file(p, base)
+        cites[p] = (f.citation, f.short, f.url) if f else ("", "", "")
+    descriptions = _study_descriptions(base)
 
-    counts = pub["status"].value_counts().reindex(STATUSES, fill_value=0)
-    md = ["# medeval_kit reproduction report", "",
-          "Built from the studies' outputs (`tables/*/published_numbers.csv`, figure sidecars, tables).", "",
-          "## Published numbers", "",
-          " · ".join(f"**{k}**: {v}" for k, v in counts.items()), "", RULE, ""]
-    md.append(pub.to_markdown(index=False) if len(pub) else "_No study wrote published_numbers.csv yet._")
-    md += ["", "## Figures", "", figs.drop(columns=["parameters"]).to_markdown(index=False) if len(figs) else "_none_",
-           "", "## Tables", "", tabs.to_markdown(index=False) if len(tabs) else "_none_", ""]
     md_path = out / "report.md"
-    md_path.write_text("\n".join(md))
-
-    def row_html(r) -> str:
-        cls = r["status"].replace(" ", "-")
-        cells = "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in ["study", *PUBLISHED_COLUMNS])
-        return f'<tr class="{cls}">{cells}</tr>'
-
-    head = "".join(f"<th>{c}</th>" for c in ["study", *PUBLISHED_COLUMNS])
-    pub_html = f"<table><tr>{head}</tr>{''.join(row_html(r) for _, r in pub.iterrows())}</table>"
-    rel = Path(*([".."] * len(out.relative_to(base).parts))) if out.is_relative_to(base) else base
-    fig_html = "".join(
-        f'<figure><img src="{html.escape(str(rel / r.png))}" alt="{html.escape(r.figure)}">'
-        f"<figcaption><b>{html.escape(r.study)}/{html.escape(r.figure)}</b> · {html.escape(r.notebook)}"
-        f" · {html.escape(r.parameters)}</figcaption></figure>"
-        for r in figs.itertuples()
-    )
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>medeval_kit reproduction report</title>"
-            f"<style>{_CSS}</style></head><body><h1>medeval_kit reproduction report</h1>"
-            f"<p>{' · '.join(f'<b>{k}</b>: {v}' for k, v in counts.items())}</p><p>{html.escape(RULE)}</p>"
-            f"<h2>Published numbers</h2>{pub_html}<h2>Figures</h2>{fig_html}"
-            f"<h2>Tables</h2>{tabs.to_html(index=False)}</body></html>")
+    md_path.write_text(_markdown(pub, papers, figs, tabs, cites, descriptions, base, out), encoding="utf-8")
     html_path = out / "report.html"
-    html_path.write_text(page)
-    return Report(pub, figs, tabs, html_path, md_path)
+    html_path.write_text(_html(pub, papers, figs, tabs, cites, descriptions, base), encoding="utf-8")
+    return Report(pub, figs, tabs, papers, html_path, md_path)
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
@@ -180,7 +568,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``medeval report``."""
-    p = sub.add_parser("report", help="build report.html / report.md from the studies' outputs")
+    p = sub.add_parser("report", help="build report.html (self-contained) / report.md from the studies' outputs")
     p.add_argument("--root", default=None, help="project folder (default: this checkout)")
     p.add_argument("--out", default=None, help="output folder (default: <project>/report)")
     p.set_defaults(func=_cmd_report)

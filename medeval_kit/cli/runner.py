@@ -9,9 +9,13 @@ A study is ``studies/<name>.yaml``::
         parameters: {dataset: pandalm}
         needs: []
 
-Each run writes ``runs/<study>/<name>.ipynb``; notebooks that declare ``study``, ``figures_dir``
-or ``tables_dir`` get ``figures/<study>/`` and ``tables/<study>/`` injected. Independent runs
-execute in parallel; a failed run skips only the runs that need it.
+Everything a run writes goes to its own folder, ``runs/<study>/<name>/`` (git-ignored; ``out=``/``--out DIR``
+moves it to ``DIR/<study>/<name>/``): the executed notebook ``<name>.ipynb`` and, injected into notebooks
+that declare ``figures_dir`` and ``tables_dir``, ``figures/`` and ``tables/``. A parameter that reads another
+study's committed table (``../tables/judging/judgments.csv``) reads the output of the run it needs instead.
+Only ``publish=True`` (``medeval run --publish``, used by ``make figures``) writes the committed
+``figures/<study>/`` and ``tables/<study>/``. Independent runs execute in parallel; a failed run skips
+only the runs that need it.
 """
 
 from __future__ import annotations
@@ -41,10 +45,13 @@ __all__ = [
     "notebook_parameters",
     "check_parameters",
     "run_studies",
+    "run_folder",
     "project_root",
 ]
 
 INJECTED = ("study", "figures_dir", "tables_dir")
+COMMITTED = ("figures", "tables")
+"""The committed output folders (``<root>/figures/<study>``, ``<root>/tables/<study>``); only ``publish`` writes them."""
 _TYPES = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 
 
@@ -179,6 +186,8 @@ def check_parameters(notebook: str | Path, values: Mapping[str, Any]) -> dict[st
         if tname in ("None", "", None):
             tname = _literal_type(declared[key]["default"])
         want = _TYPES.get(str(tname).split("[")[0])
+        if isinstance(value, _Typed):  # -p name=yes / =2024 / =null: a str parameter keeps the text
+            value = value.raw if want is str else value.value
         if want is None or value is None:
             out[key] = value
             continue
@@ -194,14 +203,29 @@ def check_parameters(notebook: str | Path, values: Mapping[str, Any]) -> dict[st
     return out
 
 
-def parse_assignments(pairs: Iterable[str]) -> dict[str, Any]:
-    """Return ``{key: value}`` from ``key=value`` strings; values are read as YAML scalars."""
+class _Typed:
+    """A -p value read as YAML, with the text it came from (a ``str`` parameter takes the text)."""
+
+    def __init__(self, value: Any, raw: str) -> None:
+        self.value, self.raw = value, raw
+
+
+def parse_assignments(pairs: Iterable[str], *, cwd: str | Path | None = None) -> dict[str, Any]:
+    """Return ``{key: value}`` from ``key=value`` strings; values are read as YAML scalars.
+
+    A value of a key ending in ``_path`` that names an existing file or folder relative to ``cwd``
+    (the caller's working directory) becomes absolute, since notebooks run in ``notebooks/``.
+    """
     out = {}
     for pair in pairs:
         if "=" not in pair:
             raise ParameterError(f"-p expects key=value, got {pair!r}")
-        key, raw = pair.split("=", 1)
-        out[key.strip()] = yaml.safe_load(raw) if raw != "" else ""
+        key, raw = (t.strip() for t in pair.split("=", 1))
+        if key.endswith("_path") and raw and not Path(raw).is_absolute():
+            where = Path(cwd or Path.cwd()) / raw
+            raw = str(where.resolve()) if where.exists() else raw
+        value = yaml.safe_load(raw) if raw != "" else ""
+        out[key] = value if isinstance(value, str) else _Typed(value, raw)
     return out
 
 
@@ -299,6 +323,80 @@ def _kernel_stderr():
             os.close(saved)
 
 
+def run_folder(run: Run, out: str | Path | None = None) -> Path:
+    """Return the folder of one run's outputs: ``<out>/<study>/<name>/`` (``out`` defaults to ``runs/``)."""
+    base = Path(out).expanduser().resolve() if out else project_root() / "runs"
+    return base / run.study / run.name
+
+
+def _output_dirs(run: Run, folder: Path, publish: bool) -> dict[str, str]:
+    """``figures_dir`` and ``tables_dir`` of a run: its own folder, or the committed ones when publishing."""
+    if publish:
+        root = project_root()
+        return {f"{kind}_dir": str(root / kind / run.study) for kind in COMMITTED}
+    return {f"{kind}_dir": str(folder / kind) for kind in COMMITTED}
+
+
+def _committed_ref(value: Any, root: Path) -> tuple[str, str, Path] | None:
+    """``(kind, study, file)`` when ``value`` is a path into the committed ``figures/<study>/`` or
+    ``tables/<study>/`` (relative paths are read from ``notebooks/``, as the notebooks run there); else None."""
+    if not isinstance(value, str) or not value.strip() or "://" in value:
+        return None
+    p = Path(value).expanduser()
+    p = Path(os.path.normpath(p if p.is_absolute() else root / "notebooks" / p))
+    try:
+        parts = p.relative_to(root).parts
+    except ValueError:
+        return None
+    if len(parts) >= 3 and parts[0] in COMMITTED:
+        return parts[0], parts[1], Path(*parts[2:])
+    return None
+
+
+def _default_value(spec: Mapping[str, Any]) -> Any:
+    """The declared default of a notebook parameter as a Python value (None when it is not a literal)."""
+    import ast
+
+    try:
+        return ast.literal_eval(str(spec.get("default")))
+    except (ValueError, SyntaxError):
+        return None
+
+
+def _ancestors(run: Run, by_id: Mapping[str, Run]) -> list[Run]:
+    """Every run that ``run`` needs, directly or through others, in a fixed (sorted) order."""
+    seen: set[str] = set()
+    stack = sorted(_deps(run))
+    while stack:
+        rid = stack.pop()
+        if rid not in seen and rid in by_id:
+            seen.add(rid)
+            stack.extend(sorted(_deps(by_id[rid])))
+    return [by_id[rid] for rid in sorted(seen)]
+
+
+def _redirect(refs: Mapping[str, tuple[str, str, Path]], needed: Sequence[Run], out: str | Path | None,
+              root: Path) -> tuple[dict[str, str], list[str]]:
+    """Point committed-output paths at the outputs of the needed runs that wrote them; return (values, notes)."""
+    values, notes = {}, []
+    for key, (kind, study, rel) in refs.items():
+        found = [run_folder(d, out) / kind / rel for d in needed if d.study == study]
+        found = [f for f in found if f.exists()]
+        if found:
+            values[key] = str(found[0])
+        else:
+            notes.append(f"{key} reads the committed {Path(kind, study, rel)}: no run it needs wrote {rel}")
+    return values, notes
+
+
+def _shown(path: Path, root: Path) -> str:
+    """``path`` relative to the project root when it is inside it, else absolute."""
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
 def run_studies(
     selected: Sequence[str] = (),
     *,
@@ -307,27 +405,39 @@ def run_studies(
     kernel: str | None = None,
     progress: bool = True,
     studies: Mapping[str, Study] | None = None,
+    out: str | Path | None = None,
+    publish: bool = False,
 ) -> list[RunResult]:
     """Execute the selected studies (all by default) and return one RunResult per run.
 
-    ``overrides`` are set on every run whose notebook declares them; a key that no selected
-    notebook declares is an error. Independent runs execute in parallel up to ``jobs``.
+    Each run writes its executed notebook, figures and tables to :func:`run_folder` (``runs/<study>/<name>/``,
+    or under ``out``); ``publish=True`` writes figures and tables to the committed ``figures/<study>/`` and
+    ``tables/<study>/`` instead. ``overrides`` are set on every run whose notebook declares them; a key
+    that no selected notebook declares is an error. Independent runs execute in parallel up to ``jobs``.
     """
     from tqdm.auto import tqdm
 
     root = project_root()
     studies = studies or load_studies()
     runs = _plan(studies, list(selected))
+    by_id = {r.id: r for r in runs}
     overrides = dict(overrides or {})
 
     prepared: dict[str, dict[str, Any]] = {}
+    refs: dict[str, dict[str, tuple[str, str, Path]]] = {}
     used: set[str] = set()
     for r in runs:
         declared = notebook_parameters(r.notebook)
         params = {k: v for k, v in r.parameters.items()}
-        inject = {"study": r.study, "figures_dir": str(root / "figures" / r.study),
-                  "tables_dir": str(root / "tables" / r.study)}
+        inject = {"study": r.study, **_output_dirs(r, run_folder(r, out), publish)}
         params.update({k: v for k, v in inject.items() if k in declared})
+        # A study's own or default path into another study's committed outputs reads the needed run's output
+        # instead (an explicit -p value is taken as given).
+        needed_studies = {d.study for d in _ancestors(r, by_id)}
+        refs[r.id] = {} if publish else {
+            k: ref for k in declared if k not in INJECTED and k not in overrides
+            for ref in [_committed_ref(params.get(k, _default_value(declared[k])), root)]
+            if ref and ref[1] in needed_studies}
         for k, v in overrides.items():
             if k in declared:
                 params[k] = v
@@ -353,19 +463,24 @@ def run_studies(
                     bar.write(results[rid].line())
                     continue
                 if all(d in results for d in deps) and len(active) < max(1, jobs):
-                    out = root / "runs" / r.study / f"{r.name}.ipynb"
-                    out.parent.mkdir(parents=True, exist_ok=True)
-                    fut = pool.submit(_execute, r, prepared[rid], str(out), str(root / "notebooks"), kernel)
-                    active[fut] = (r, out)
+                    folder = run_folder(r, out)
+                    nb_out = folder / f"{r.name}.ipynb"
+                    folder.mkdir(parents=True, exist_ok=True)
+                    redirected, notes = _redirect(refs[rid], _ancestors(r, by_id), out, root)
+                    for note in notes:
+                        bar.write(f"note     {r.id}: {note}")
+                    params = {**prepared[rid], **redirected}
+                    fut = pool.submit(_execute, r, params, str(nb_out), str(root / "notebooks"), kernel)
+                    active[fut] = (r, nb_out)
                     del pending[rid]
                     bar.set_postfix_str(r.id)
             if not active:
                 continue
             done, _ = wait(list(active), return_when=FIRST_COMPLETED)
             for fut in done:
-                r, out = active.pop(fut)
+                r, nb_out = active.pop(fut)
                 secs, cell, err = fut.result()
-                res = RunResult(r, "failed" if err else "ok", secs, str(out.relative_to(root)), cell, err)
+                res = RunResult(r, "failed" if err else "ok", secs, _shown(nb_out, root), cell, err)
                 results[r.id] = res
                 bar.update(1)
                 bar.write(res.line())
@@ -378,11 +493,21 @@ def run_studies(
 
 def _cmd_run(args: argparse.Namespace) -> int:
     overrides = parse_assignments(args.param or [])
+    if args.publish and overrides:
+        print(f"warning: --publish with -p {', '.join(sorted(overrides))}: the committed figures/ and tables/ "
+              "will not match the studies' own parameters", file=sys.stderr)
     t0 = time.perf_counter()
     results = run_studies(args.studies, overrides=overrides, jobs=args.jobs, kernel=args.kernel,
-                          progress=not args.quiet)
+                          progress=not args.quiet, out=args.out, publish=args.publish)
     n_ok = sum(r.status == "ok" for r in results)
     print(f"\n{n_ok}/{len(results)} runs ok in {time.perf_counter() - t0:.1f}s")
+    base = _shown(Path(args.out).expanduser().resolve(), project_root()) if args.out else "runs"
+    if args.publish:
+        print(f"figures and tables written to the committed figures/<study>/ and tables/<study>/; "
+              f"notebooks in {base}/<study>/<run>/")
+    else:
+        print(f"outputs in {base}/<study>/<run>/ (notebook, figures/, tables/); the committed figures/ and "
+              "tables/ are untouched (--publish writes them)")
     for r in results:
         if r.status != "ok":
             print(r.line())
@@ -426,6 +551,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", "-j", type=int, default=2, help="parallel notebook runs (default 2)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="override a parameter in every notebook that declares it (YAML value)")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="write each run's notebook, figures/ and tables/ to DIR/<study>/<run>/ (default: runs/)")
+    p.add_argument("--publish", action="store_true",
+                   help="write figures and tables to the committed figures/<study>/ and tables/<study>/ "
+                        "(what `make figures` does); without it a run never touches them")
     p.add_argument("--kernel", default=None, help="Jupyter kernel name (default: the notebook's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_run)

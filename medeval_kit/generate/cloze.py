@@ -21,7 +21,7 @@ import pandas as pd
 
 from medeval_kit.generate._common import GenerationError, resolve_client, run_prompt
 from medeval_kit.results import result_frame, result_row
-from medeval_kit.stats import normal_interval, wilson_interval
+from medeval_kit.stats import nested_order, normal_interval, wilson_interval
 
 __all__ = [
     "synthetic_cloze_labels",
@@ -229,8 +229,7 @@ def make_cloze_items(items: pd.DataFrame, *, n: int = 10, seed: int = 0, text: s
     the ``answer`` string (case-insensitive) has it replaced by ``[...]``. Rows without a match are
     skipped and counted in the ``n_skipped`` column (the same on every row). A stand-in for MedQADE's
     Anki cloze cards, which are not bundled."""
-    rng = np.random.default_rng(seed)
-    df = items.iloc[rng.permutation(len(items))]
+    df = items.iloc[nested_order(len(items), seed)]  # one order for every n: a smaller n takes a prefix
     rows, skipped = [], 0
     for _, r in df.iterrows():
         ans = str(r[answer]).split(",")[0].strip()

@@ -18,6 +18,7 @@ import pandas as pd
 from medeval_kit.generate._common import (
     GenerationError, derived_seed, dumps, resolve_client, run_prompt, shuffle_options, truncate,
 )
+from medeval_kit.stats import nested_order
 
 __all__ = [
     "contexts_to_markdown",
@@ -357,7 +358,7 @@ def contexts_to_markdown(items: pd.DataFrame, *, n: int = 2, seed: int = 0, titl
     """Build a small markdown document (one ``##`` section per context) from ``n`` distinct contexts,
     e.g. the bundled PubMedQA abstracts, to run the grounded pipeline offline."""
     ctx = items.drop_duplicates(subset=[context]).reset_index(drop=True)
-    pick = ctx.iloc[np.random.default_rng(seed).permutation(len(ctx))[: int(n)]]
+    pick = ctx.iloc[nested_order(len(ctx), seed)[: int(n)]]  # nested: a smaller n is a prefix
     parts = [f"# {title}", ""]
     for k, (_, r) in enumerate(pick.iterrows(), start=1):
         parts += [f"## Section {k}", "", str(r[context]).strip(), ""]

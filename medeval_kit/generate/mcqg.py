@@ -32,6 +32,7 @@ from medeval_kit import rounds
 from medeval_kit.generate._common import (
     GenerationError, derived_seed, dumps, resolve_client, run_prompt, shuffle_options, truncate,
 )
+from medeval_kit.stats import nested_order
 
 __all__ = [
     "round_summary",
@@ -65,7 +66,8 @@ def load_srefine_inputs(which: str = "1-35", n: int | None = None, *, seed: int 
     ``which`` is ``"1-35"`` (JSON lines), ``"36-47"`` (one JSON array) or ``"both"``. Columns:
     item (``srefine-<which>-<row>``), case (one id per distinct note), clinical_note, topic,
     keypoint. ``n`` keeps the first ``n`` rows after a seeded shuffle that keeps one triplet per
-    note first (so a small ``n`` covers different cases).
+    note first (so a small ``n`` covers different cases). The order does not depend on ``n``, so the
+    rows of a smaller ``n`` are the first rows of a larger one (nested draws reuse cached calls).
     """
     from medeval_kit.datasets import data_dir, read_json, read_jsonl
 
@@ -86,8 +88,7 @@ def load_srefine_inputs(which: str = "1-35", n: int | None = None, *, seed: int 
     df.insert(1, "case", pd.factorize(df["clinical_note"])[0].astype(str))
     df["case"] = "case-" + df["case"]
     if n is not None:
-        rng = np.random.default_rng(seed)
-        df = df.iloc[rng.permutation(len(df))]
+        df = df.iloc[nested_order(len(df), seed)]  # one order for every n: smaller draws nest in larger ones
         df["_dup"] = df.groupby("case").cumcount()
         df = df.sort_values("_dup", kind="stable").drop(columns="_dup").head(int(n)).reset_index(drop=True)
     return df

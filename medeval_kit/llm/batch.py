@@ -18,7 +18,7 @@ from .errors import BudgetError, LLMError
 from .progress import progress_bar
 from .providers.base import BATCH_COLLECTED, BATCH_FINAL, BATCH_PENDING, BATCH_READY, BatchAPI
 from .record import cache_entry, error_response, response_from_row
-from .registry import key_options, provider_class, provider_names
+from .registry import provider_class, provider_names
 from .secrets import get_logger, redact, scrub_errors
 from .types import ModelSpec, Request, Response
 
@@ -75,7 +75,7 @@ def _submit_chunk(client, provider: BatchAPI, sdk: Any, chunk: list[tuple[str, R
                   ceilings: dict[str, float]) -> str:
     """Submit one batch (its ceiling counted as unconfirmed first, under a budget); return its id."""
     spec, budget = chunk[0][2], client.budget
-    canon = {k: r.canonical(s, key_options(s, client.provider_options, r)) for k, r, s in chunk}
+    canon = {k: client.canonical(r, s) for k, r, s in chunk}
     # a submitted batch is billed later: its ceiling counts as unconfirmed until it is collected
     chunk_ceilings = {k: ceilings[k] for k, _, _ in chunk} if budget is not None else {}
     if budget is not None:

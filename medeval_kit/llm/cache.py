@@ -12,6 +12,11 @@ before it is sent, so that processes sharing the cache never pay twice for one r
 process finding the lease held waits for the stored result, or takes the lease over once it has
 expired or its owner (a process on this machine) is gone. The table is created on the first lease,
 so reading a cache (replay, all hits) never changes the file.
+
+Endpoint options (table ``endpoint_options``: endpoint, option, value): what a provider found out about
+a server for an option left to ``"auto"`` (the ``schema_format`` an OpenAI-compatible server accepts),
+so a new client keys and sends its requests the same way without probing again. Created on the first
+write, like the leases.
 """
 
 from __future__ import annotations
@@ -348,6 +353,28 @@ class Cache:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    # ------------------------------------------------------------------ endpoint options
+    def endpoint_options(self, endpoint: str) -> dict[str, str]:
+        """The options found for ``endpoint`` (``provider/name@base_url``); {} when none are stored."""
+        if not self.path.exists() and self._conn is None:
+            return {}
+        with self._lock:
+            conn = self._connect()
+            table = "SELECT 1 FROM sqlite_master WHERE type='table' AND name='endpoint_options'"
+            if conn.execute(table).fetchone() is None:
+                return {}
+            rows = conn.execute("SELECT option, value FROM endpoint_options WHERE endpoint=?", (endpoint,)).fetchall()
+        return dict(rows)
+
+    def set_endpoint_option(self, endpoint: str, option: str, value: str) -> None:
+        """Store what was found for ``option`` of ``endpoint`` (replaces an earlier finding)."""
+        with self._lock:
+            conn = self._connect()
+            conn.execute("CREATE TABLE IF NOT EXISTS endpoint_options (endpoint TEXT NOT NULL, option TEXT NOT NULL, "
+                         "value TEXT NOT NULL, updated_utc TEXT NOT NULL, PRIMARY KEY (endpoint, option))")
+            conn.execute("INSERT OR REPLACE INTO endpoint_options (endpoint, option, value, updated_utc) "
+                         "VALUES (?,?,?,?)", (endpoint, option, value, utcnow()))
 
     # ------------------------------------------------------------------ maintenance
     def stats(self):

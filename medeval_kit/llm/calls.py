@@ -386,6 +386,8 @@ class Call:
     # ------------------------------------------------------------------ record
     async def _record(self, c: Completion, latency: float) -> Response:
         """Settle the budget and the token limit at the reply's usage, then store the reply."""
+        if c.found:
+            self._rekey(c.found)
         resp = response_from_completion(c, self.request, self.spec, self.key, latency, self.attempt)
         if self.budget is not None:
             self.holding = 0.0
@@ -408,6 +410,16 @@ class Call:
         else:
             self.delivered = True
         return resp
+
+    def _rekey(self, found: dict[str, str]) -> None:
+        """The provider found an option left to "auto" (the schema format the server takes): the client
+        keeps it, and the reply is keyed by the form it was sent in (its lease on the old key is freed)."""
+        self.client.learn(self.spec, found)
+        key = self.client._key(self.request, self.spec)
+        if key != self.key:
+            if self.leases is not None:
+                self.leases.release(self.key)
+            self.key = key
 
     # ------------------------------------------------------------------ retry and finish
     async def _back_off(self, retry: Retry) -> None:

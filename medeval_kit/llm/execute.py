@@ -24,8 +24,11 @@ from .errors import BudgetError, LLMError
 from .limits import RetryPolicy
 from .providers.base import Completion, Provider
 from .record import cache_entry
-from .registry import key_options, make_provider
+from .registry import key_options, make_provider, provider_class
+from .secrets import get_logger
 from .types import ModelSpec, Request, Response, RunStats, parse_model
+
+log = get_logger(__name__)
 
 CACHE_MODE_ENV = "MEDEVAL_CACHE_MODE"  # forces the cache mode for a whole process tree (``make test``: replay)
 DEFAULT_TIMEOUT_S = 60.0
@@ -73,6 +76,7 @@ class Client:
         self.retry = RetryPolicy(max_retries, backoff_base, backoff_max)
         self.provider_options = dict(provider_options, timeout=self.timeout)
         self._providers: dict[str, Provider] = {}
+        self.found: dict[str, dict[str, str]] = {}  # endpoint -> options found for those left to "auto"
         self.last_run: RunStats | None = None
 
     def __repr__(self) -> str:
@@ -89,17 +93,54 @@ class Client:
         """The provider instance for ``spec`` (one per model string, kept for the client's lifetime)."""
         k = str(spec)
         if k not in self._providers:
-            self._providers[k] = make_provider(spec, **self.provider_options)
+            self._providers[k] = make_provider(spec, **self.wire_options(spec))
         return self._providers[k]
+
+    def wire_options(self, spec: ModelSpec) -> dict[str, Any]:
+        """The provider options for ``spec``, each one left to ``"auto"`` replaced by what was found
+        for its endpoint, in this client's life or by an earlier run (kept in the cache)."""
+        auto = [o for o in provider_class(spec.provider).learned_options if self.provider_options.get(o) == "auto"]
+        if not auto:
+            return self.provider_options
+        if spec.endpoint not in self.found:
+            self.found[spec.endpoint] = self._stored_options(spec.endpoint)
+        found = self.found[spec.endpoint]
+        return {**self.provider_options, **{o: found[o] for o in auto if o in found}}
+
+    def _stored_options(self, endpoint: str) -> dict[str, str]:
+        """What an earlier run found for ``endpoint`` and kept in the cache ({} with the cache off)."""
+        if self.cache.mode == "off":
+            return {}
+        try:
+            return self.cache.endpoint_options(endpoint)
+        except Exception as exc:  # an unreadable cache: probe again rather than stop
+            log.warning("cache %s: endpoint options unreadable (%s); probing again", self.cache.path, exc)
+            return {}
+
+    def learn(self, spec: ModelSpec, found: dict[str, str]) -> None:
+        """Keep options a provider found for ``spec``'s endpoint: for this client's life, and in the
+        cache when it writes, so later runs send and key their requests the same way without probing."""
+        known = self.found.setdefault(spec.endpoint, {})
+        new = {k: v for k, v in found.items() if known.get(k) != v}
+        if not new:
+            return
+        known.update(new)
+        log.info("%s: found %s", spec.endpoint, ", ".join(f"{k}={v!r}" for k, v in new.items()))
+        if self.cache.writes:
+            try:
+                for k, v in new.items():
+                    self.cache.set_endpoint_option(spec.endpoint, k, v)
+            except Exception as exc:  # not kept: the next client probes again
+                log.warning("cache %s: could not keep %s for %s (%s)", self.cache.path, new, spec.endpoint, exc)
 
     def canonical(self, request: Request, spec: ModelSpec) -> dict[str, Any]:
         """The canonical request that is hashed into the cache key: the request plus the provider
         options that change it on the wire (see ``Provider.key_options``)."""
-        return request.canonical(spec, key_options(spec, self.provider_options, request))
+        return request.canonical(spec, key_options(spec, self.wire_options(spec), request))
 
     def _key(self, request: Request, spec: ModelSpec) -> str:
         """The cache key: the request plus the provider options that change it on the wire."""
-        return request.key(spec, key_options(spec, self.provider_options, request))
+        return request.key(spec, key_options(spec, self.wire_options(spec), request))
 
     def keys(self, requests: Sequence[Request]) -> list[str]:
         """Cache keys of ``requests`` (with this client's model and wire options filled in)."""
@@ -200,9 +241,11 @@ def get_client(model: str, *, cache_mode: str = "use", cache_path: str | os.Path
             give ``budget_usd`` or ``budget``, not both.
         **options: ``timeout`` (s, default 60), ``max_retries`` (8), ``backoff_base`` (0.5 s),
             ``backoff_max`` (60 s), ``cache`` (a Cache object), and provider options
-            (``api_key_env``, ``schema_format``, ``base_url`` for Anthropic, ``transport`` = ``"http"``
-            (default: JSON over httpx2) or ``"sdk"`` (through the official SDK), ``n_pools`` (4 httpx2
-            pools, round-robin), ``n_ctx``, ``n_threads``).
+            (``api_key_env``; ``schema_format`` = ``"json_schema"`` (default), ``"json_object"``,
+            ``"prompt"`` or ``"auto"``: the first of these an OpenAI-compatible server takes, found once
+            per endpoint and kept in the cache, the format used being in the cache key; ``base_url`` for
+            Anthropic; ``transport`` = ``"http"`` (default: JSON over httpx2) or ``"sdk"`` (through the
+            official SDK); ``n_pools`` (4 httpx2 pools, round-robin); ``n_ctx``, ``n_threads``).
     """
     if not isinstance(model, str):
         raise LLMError(f"get_client: model must be a string, got {type(model).__name__}")

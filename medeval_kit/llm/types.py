@@ -2,7 +2,8 @@
 
 The cache key of a request is a SHA-256 over its canonical JSON form: provider, model, messages,
 sampling parameters, schema, seed and repeat index, plus any non-default provider option that changes
-the request on the wire (``schema_format``; see ``Provider.key_options``). ``metadata`` (item ids and
+the request on the wire (``schema_format``, as given or as found by ``"auto"`` for the endpoint; see
+``Provider.key_options``). ``metadata`` (item ids and
 the like) and the base URL of an OpenAI-compatible server are *not* part of the key.
 """
 
@@ -36,6 +37,11 @@ class ModelSpec:
     def id(self) -> str:
         """``provider/name``: what goes into the cache key and the price table."""
         return f"{self.provider}/{self.name}"
+
+    @property
+    def endpoint(self) -> str:
+        """``provider/name@base_url`` (replayed or not): what options found by probing a server belong to."""
+        return f"{self.id}@{self.base_url or 'default'}"
 
     def __str__(self) -> str:
         s = ("replay/" if self.replay else "") + self.id

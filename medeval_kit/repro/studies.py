@@ -11,11 +11,11 @@ from medeval_kit import datasets, judge
 from medeval_kit.agreement import majority_vote
 from medeval_kit.errors import ParameterError
 from medeval_kit.judge.engine import text
-from medeval_kit.judge.protocols.pairwise import sample_ids
 from medeval_kit.repro.papers import (
     automedeval_2025, grounded_synth_2025, longform_medqa_2024, mcqg_srefine_2025, medqade_2026, pandalm_2024,
 )
 from medeval_kit.repro.published import Published, to_frame
+from medeval_kit.stats import nested_sample
 
 AGREEMENT_PARTS = ("pandalm", "medqg_table19", "printed", "all")
 
@@ -118,7 +118,7 @@ def _pandalm_both(pairs: pd.DataFrame) -> pd.DataFrame:
 
 def _medqg_items(n_items: int | None, seed: int) -> pd.DataFrame:
     it = datasets.load_medqg_questions().items.reset_index(drop=True)
-    ids = sample_ids(it["item"].astype(str).tolist(), n_items, seed)
+    ids = nested_sample(it["item"].astype(str).tolist(), n_items, seed)  # nested: smaller draws reuse the cache
     return it.set_index("item").loc[ids].reset_index()
 
 
@@ -162,7 +162,8 @@ def judging_inputs(protocol: str, dataset: str, *, n_items: int | None = None,
     ``pandalm`` x ``pairwise`` (rubric ``overall``), ``multi_response`` (the two responses scored
     together) or ``reference`` (response 2 graded against response 1); ``medqg`` x ``rubric`` (the
     MCQ on MCQG-SRefine's 30 aspects) or ``multi_answer`` (keyed answer and distractors graded
-    against the key). ``n_items`` takes a seeded random subset of question items.
+    against the key). ``n_items`` takes a seeded subset of question items, nested: the first ``n_items`` of
+    one seeded permutation, so ``n_items=10`` asks nothing that ``n_items=40`` (same seed) has not cached.
     """
     try:
         build = JUDGING_INPUTS[(dataset, protocol)]

@@ -4,6 +4,7 @@ Input is the ``rounds`` table (:mod:`medeval_kit.schemas`): one row per item, ro
 aspect; component scores are the rows with ``aspect == "total"``; round 1 is the initial draft. The
 item's total in a round is the unweighted mean of its normalised component scores. The folder holds
 ``tables`` (reshaping: component rows, one row per item and round, reading files, denominators),
+``user`` (the user's own rounds file, with their column names, as a ``rounds`` table),
 ``stopping`` (the stopping rules, :data:`STOP_RULES`, and best-round selection; pure functions the
 generation pipeline calls), ``statistics`` (round means available-only vs LOCF, stop/best
 distributions, paired tests, a mixed model, correlations; result-contract tables) and ``curves``
@@ -47,12 +48,14 @@ from medeval_kit.rounds.tables import (
     load_rounds_file,
     load_summary,
 )
+from medeval_kit.rounds.user import user_rounds
 
 __all__ = [
     "STOP_RULES", "TIE_BREAKS", "TOTALS", "BEST_KEYS", "IMPUTATIONS",
     "ScoreParse", "parse_score_string",
     "should_stop", "apply_stopping_rule", "select_best_round", "fill_best_rounds", "stopping_rule_consistency",
     "component_table", "item_rounds", "item_summary", "load_summary", "aspect_sum_check", "load_rounds_file",
+    "user_rounds",
     "round_means", "stop_best_distribution", "paired_round_tests", "mixed_model", "round_correlations",
     "roundwise_tables",
     "component_mean_total", "introspection_curve", "CurveFit", "fit_introspection_curve",

@@ -240,7 +240,7 @@ def paired_round_tests(
 
 
 _TERMS = ("Intercept", "round", "item_var")
-_MODEL = "statsmodels MixedLM, REML, random intercept per item"
+_MODEL = "statsmodels MixedLM, REML (Nelder-Mead), random intercept per item"
 
 
 def _mixed_rows(estimates: dict | None, note: str, base: dict) -> pd.DataFrame:
@@ -261,7 +261,9 @@ def _fit_mixed(d: pd.DataFrame, confidence: float) -> tuple[dict, bool, list[str
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit = smf.mixedlm("y ~ rnd", d, groups=d["g"]).fit(reml=True)
+        # Nelder-Mead from statsmodels' fixed start, not the default bfgs -> lbfgs -> cg chain: near a flat
+        # likelihood that chain switched optimizer on 1e-16 input differences, so fits differed by machine.
+        fit = smf.mixedlm("y ~ rnd", d, groups=d["g"]).fit(reml=True, method=["nm"], maxiter=20000, ftol=1e-12)
     item_var = float(fit.cov_re.iloc[0, 0])
     notes = []
     for w in caught:

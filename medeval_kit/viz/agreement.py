@@ -10,6 +10,7 @@ from matplotlib.ticker import MaxNLocator
 
 from medeval_kit.agreement.registry import REGISTRY
 from medeval_kit.viz.figures import figure, paper_style
+from medeval_kit.viz.intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["metric_label", "plot_kappa_heatmap", "plot_forest", "plot_ensembles", "plot_delta_forest",
            "plot_coverage"]
@@ -20,30 +21,49 @@ def _axes(ax, width="single", aspect: float = 0.75):
     return figure(width, aspect=aspect) if ax is None else (ax.figure, ax)
 
 
+_WEIGHTS = {"linear": "linear weights", "quadratic": "quadratic weights", "custom": "custom weights"}
+_OTHER_METRICS = {"fleiss_kappa_j": "Fleiss' κ_j", "kappa": "κ", "estimate": "estimate"}
+
+
 def metric_label(metric: str) -> str:
-    """Readable axis label for a metric name (``cohen_kappa`` -> ``Cohen's κ``), from the coefficient registry."""
-    return REGISTRY[metric].label if metric in REGISTRY else metric.replace("_", " ")
+    """Readable label for a metric name, from the coefficient registry: ``cohen_kappa`` -> ``Cohen's κ``,
+    ``cohen_kappa_quadratic`` -> ``Cohen's κ (quadratic weights)``, ``cohen_kappa (loo)`` -> ``Cohen's κ (loo)``."""
+    metric = str(metric)
+    name, _, rest = metric.partition(" ")
+    base, _, weights = name.rpartition("_")
+    if name in REGISTRY:
+        text = REGISTRY[name].label
+    elif base in REGISTRY and weights in _WEIGHTS:
+        text = f"{REGISTRY[base].label} ({_WEIGHTS[weights]})"
+    else:
+        text = _OTHER_METRICS.get(name, name.replace("_", " "))
+    return f"{text} {rest}" if rest else text
 
 
-def _heat_cells(pairs: pd.DataFrame, raters: list) -> tuple[np.ndarray, list[list[str]]]:
-    """Symmetric estimate matrix and the cell texts (estimate and CI) of a pairwise table."""
+def _heat_cells(pairs: pd.DataFrame, raters: list) -> tuple[np.ndarray, list[list[str]], list[str]]:
+    """Symmetric estimate matrix, the cell texts (estimate and CI, or "no CI") and why cells have no CI."""
     R = len(raters)
     M = np.full((R, R), np.nan)
     txt = [["" for _ in range(R)] for _ in range(R)]
-    for _, r in pairs.iterrows():
+    nan = pd.Series(np.nan, index=pairs.index)
+    why = no_interval_reasons(pairs["estimate"], pairs.get("ci_low", nan), pairs.get("ci_high", nan),
+                              pairs["n_items"] if "n_items" in pairs else None)
+    for (_, r), w in zip(pairs.iterrows(), why):
         i, j = raters.index(r["rater_a"]), raters.index(r["rater_b"])
         M[i, j] = M[j, i] = r["estimate"]
         s = "NaN" if pd.isna(r["estimate"]) else f"{r['estimate']:.2f}"
-        if pd.notna(r.get("ci_low", np.nan)):
+        if w:
+            s += "\nno CI"
+        elif pd.notna(r["estimate"]):
             s += f"\n[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
         txt[i][j] = txt[j][i] = s
-    return M, txt
+    return M, txt, [w for w in why if w]
 
 
 def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = None, width="single", ax=None):
     """Heatmap of a :func:`~medeval_kit.agreement.pairwise_matrix` table; cells show estimate and CI."""
     raters = order or list(dict.fromkeys(list(pairs["rater_a"]) + list(pairs["rater_b"])))
-    M, txt = _heat_cells(pairs, raters)
+    M, txt, why = _heat_cells(pairs, raters)
     R = len(raters)
     with paper_style():
         fig, ax = _axes(ax, width, aspect=0.85)
@@ -56,9 +76,11 @@ def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = N
                             color="black" if np.isfinite(v) and v > 0.6 else "white")
         ax.set_xticks(range(R), raters, rotation=45, ha="right")
         ax.set_yticks(range(R), raters)
-        metric = pairs["metric"].iloc[0] if len(pairs) else "estimate"
+        metric = metric_label(pairs["metric"].iloc[0] if len(pairs) else "estimate")
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=metric)
         ax.set_title(title or f"{metric} per rater pair (95% CI)")
+        if why:
+            ax.set_xlabel(f"no CI: {'; '.join(sorted(set(why)))}")
         for s in ax.spines.values():
             s.set_visible(False)
     return fig
@@ -82,19 +104,26 @@ def plot_forest(table: pd.DataFrame, *, design: str | None = None, title: str | 
     ceil = table[table["role"].isin(["ceiling", "humans"])]
     with paper_style():
         fig, ax = _axes(ax, width, aspect=0.25 + 0.12 * max(len(judges), 1))
+        why = []
         if len(ceil):
             c = ceil.iloc[0]
             if np.isfinite(c["estimate"]):
-                ax.axvspan(c["ci_low"], c["ci_high"], color="0.85", zorder=0, label="humans 95% CI")
+                w = no_interval_reasons([c["estimate"]], [c["ci_low"]], [c["ci_high"]],
+                                        [c["n_items"]] if "n_items" in c else None)[0]
+                if w:
+                    why.append(f"humans: {w}")
+                else:
+                    ax.axvspan(c["ci_low"], c["ci_high"], color="0.85", zorder=0, label="humans 95% CI")
                 ax.axvline(c["estimate"], color="0.4", ls="--", lw=0.8, label=f"humans {c['estimate']:.3f}")
         y = np.arange(len(judges))[::-1]
-        ax.errorbar(judges["estimate"], y,
-                    xerr=[judges["estimate"] - judges["ci_low"], judges["ci_high"] - judges["estimate"]],
-                    fmt="o", ms=3, capsize=2, color="C0", label="judge vs consensus")
+        why += draw_estimates(ax, y, judges["estimate"], judges["ci_low"], judges["ci_high"], horizontal=True,
+                              n=judges["n_items"] if "n_items" in judges else None, color="C0",
+                              label="judge vs consensus")
         ax.set_yticks(y, judges["rater"])
         ax.set_xlabel(metric_label(judges["metric"].iloc[0]) if len(judges) else "estimate")
+        lines = 1 + bool(note_no_interval(ax, why))
         ax.axvline(0, color="0.7", lw=0.5)
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / max(len(judges), 1)), ncol=3,
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12 * lines - 0.3 / max(len(judges), 1)), ncol=3,
                   frameon=False)
         ax.set_title(title or "Judges against the human ceiling")
     return fig
@@ -112,7 +141,7 @@ def plot_ensembles(table: pd.DataFrame, metric: str = "cohen_kappa", *, title: s
         ax.plot(best.index, best.values, "-o", ms=3, color="C1", label="best per size")
         ax.set_xticks(sorted(table["size"].unique()))
         ax.set_xlabel("ensemble size (majority vote)")
-        ax.set_ylabel(metric)
+        ax.set_ylabel(metric_label(metric))
         ax.legend(frameon=False)
         ax.set_title(title or f"{len(table)} ensembles")
     return fig
@@ -131,11 +160,13 @@ def plot_delta_forest(table: pd.DataFrame, *, title: str | None = None, width="s
     with paper_style():
         fig, ax = _axes(ax, width, aspect=0.2 + 0.08 * max(len(judges), 1) * max(len(designs), 1))
         step = 0.6 / max(len(designs), 1)
+        why = []
         for k, d in enumerate(designs):
             sub = j[j["design"] == d]
             y = np.array([len(judges) - 1 - judges.index(r) for r in sub["rater"]]) + 0.3 - step * (k + 0.5)
-            ax.errorbar(sub["delta"], y, xerr=[sub["delta"] - sub["delta_ci_low"], sub["delta_ci_high"] - sub["delta"]],
-                        fmt=markers[k % len(markers)], ms=3, capsize=2, color=f"C{k}", label=d)
+            why += draw_estimates(ax, y, sub["delta"], sub["delta_ci_low"], sub["delta_ci_high"], horizontal=True,
+                                  n=sub["n_items"] if "n_items" in sub else None, marker=markers[k % len(markers)],
+                                  color=f"C{k}", label=d)
         ax.axvline(0, color="0.3", lw=0.8)
         if len(j) and j["margin"].notna().any():
             m = float(j["margin"].dropna().iloc[0])
@@ -143,9 +174,11 @@ def plot_delta_forest(table: pd.DataFrame, *, title: str | None = None, width="s
         ax.set_yticks(range(len(judges)), judges[::-1])
         metric = metric_label(j["metric"].iloc[0]) if len(j) else "metric"
         ax.set_xlabel(f"Δ {metric} = judge − humans (95% CI, paired item bootstrap)")
+        lines = 1 + bool(note_no_interval(ax, why))
         ax.set_ylim(-0.5, len(judges) - 0.5)
         ax.xaxis.set_major_locator(MaxNLocator(6))
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22 - 0.25 / max(len(judges), 1)), ncol=2, frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.11 - 0.11 * lines - 0.25 / max(len(judges), 1)),
+                  ncol=2, frameon=False)
         ax.set_title(title or "Can the judge replace the humans?")
     return fig
 
@@ -158,13 +191,13 @@ def plot_coverage(cov: pd.DataFrame, *, confidence: float = 0.95, title: str | N
     with paper_style():
         fig, ax = _axes(ax, width, aspect=0.6)
         w = 0.8 / max(len(designs), 1)
+        why = []
         for k, d in enumerate(designs):
             sub = cov[cov["design"] == d].set_index("panel").reindex(panels)
             x = np.arange(len(panels)) - 0.4 + w * (k + 0.5)
             ok = sub["estimate"].notna().to_numpy()
-            ax.errorbar(x[ok], sub["estimate"][ok],
-                        yerr=[(sub["estimate"] - sub["ci_low"])[ok], (sub["ci_high"] - sub["estimate"])[ok]],
-                        fmt="o", ms=3, capsize=2, color=f"C{k}", label=d)
+            why += draw_estimates(ax, x[ok], sub["estimate"][ok], sub["ci_low"][ok], sub["ci_high"][ok],
+                                  color=f"C{k}", label=d)
             for xi in x[~ok]:
                 ax.text(xi, confidence - 0.02, "n/a", ha="center", va="top", fontsize=6, color=f"C{k}")
             for xi, r in zip(x, sub.itertuples()):
@@ -175,6 +208,7 @@ def plot_coverage(cov: pd.DataFrame, *, confidence: float = 0.95, title: str | N
         ax.set_xticks(range(len(panels)), [f"{p}\n(n = {int(cov.loc[cov.panel == p, 'n_reps'].iloc[0])} reps)"
                                            for p in panels])
         ax.set_ylabel("share of CIs covering Δ = 0")
+        note_no_interval(ax, why)
         lo = float(np.nanmin(cov["ci_low"])) if cov["ci_low"].notna().any() else 0.5
         ax.set_ylim(min(lo, 0.8) - 0.05, 1.0)
         ax.legend(frameon=False, ncol=2, loc="lower left")

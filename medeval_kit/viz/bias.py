@@ -9,9 +9,29 @@ import pandas as pd
 import seaborn as sns
 
 from medeval_kit.viz.figures import PALETTE, figure, paper_style
+from medeval_kit.viz.intervals import draw_estimates, no_interval_reasons, note_no_interval
 
-__all__ = ["plot_flip_rates", "plot_first_slot", "plot_consistency_vs_agreement", "plot_letter_balance",
-           "plot_self_preference", "plot_rate_by_judge"]
+__all__ = ["BIAS_METRIC_LABELS", "bias_metric_label", "plot_flip_rates", "plot_first_slot",
+           "plot_consistency_vs_agreement", "plot_letter_balance", "plot_self_preference", "plot_rate_by_judge"]
+
+BIAS_METRIC_LABELS = {
+    "flip_rate": "flip rate (verdict changes with the order)",
+    "consistency": "order consistency (same verdict in both orders)",
+    "first_slot_rate": "first-slot rate: P(first slot | not a tie)",
+    "agreement_on_consistent": "agreement with the reference on order-consistent pairs",
+    "longer_preferred": "share of verdicts for the longer response",
+    "win_rate_raw": "win rate",
+    "win_rate_lc": "length-controlled win rate",
+    "slot_rate": "share of verdicts for the slot",
+    "delta_self": "Δ self (own minus other-lineage scores)",
+    "delta_family": "Δ family (family minus other-lineage scores)",
+}
+"""Axis words for the metric names of :mod:`medeval_kit.bias` tables (others: underscores become spaces)."""
+
+
+def bias_metric_label(metric: str) -> str:
+    """Readable axis words for a bias metric name (``first_slot_rate`` -> ``first-slot rate: P(first slot | not a tie)``)."""
+    return BIAS_METRIC_LABELS.get(str(metric), str(metric).replace("_", " "))
 
 
 def _axes(ax, width: str = "single", aspect: float = 0.75):
@@ -19,10 +39,9 @@ def _axes(ax, width: str = "single", aspect: float = 0.75):
     return figure(width, aspect=aspect) if ax is None else (ax.figure, ax)
 
 
-def _xerr(d: pd.DataFrame) -> np.ndarray:
-    """The (2, n) error-bar lengths of ``estimate`` to ``ci_low`` / ``ci_high``."""
-    est = d["estimate"].to_numpy(float)
-    return np.abs(np.vstack([est - d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float) - est]))
+def _n(d: pd.DataFrame):
+    """The table's ``n_items`` (None when it has none), for the no-interval marks."""
+    return d["n_items"].to_numpy(float) if "n_items" in d else None
 
 
 def _errorbar_plot(res: pd.DataFrame, metric: str, ylabel: str, ref: float | None, title: str, ax=None):
@@ -34,11 +53,13 @@ def _errorbar_plot(res: pd.DataFrame, metric: str, ylabel: str, ref: float | Non
         crits = sorted(d["criterion"].astype(str).unique())
         width = 0.8 / max(len(judges), 1)
         colors = sns.color_palette(PALETTE, max(len(judges), 1))
+        why = []
         for k, j in enumerate(judges):
-            dj = d[d["judge"].astype(str) == j].set_index("criterion").reindex(crits)
+            dj = d.assign(criterion=d["criterion"].astype(str))[d["judge"].astype(str) == j]
+            dj = dj.set_index("criterion").reindex(crits)
             x = np.arange(len(crits)) + (k - (len(judges) - 1) / 2) * width
-            ax.errorbar(x, dj["estimate"].to_numpy(float), yerr=_xerr(dj), fmt="o", ms=3, capsize=2,
-                        color=colors[k], label=j)
+            why += draw_estimates(ax, x, dj["estimate"], dj["ci_low"], dj["ci_high"], n=_n(dj), color=colors[k],
+                                  label=j)
         if ref is not None:
             ax.axhline(ref, color="0.5", lw=0.8, ls="--")
         ax.set_xticks(np.arange(len(crits)))
@@ -46,6 +67,7 @@ def _errorbar_plot(res: pd.DataFrame, metric: str, ylabel: str, ref: float | Non
         ax.set_ylabel(ylabel)
         ax.set_ylim(0, 1)
         ax.set_title(title)
+        note_no_interval(ax, why)
         if len(judges) > 1:
             ax.legend(frameon=False, fontsize=6, ncol=2)
     return fig
@@ -53,12 +75,12 @@ def _errorbar_plot(res: pd.DataFrame, metric: str, ylabel: str, ref: float | Non
 
 def plot_flip_rates(res: pd.DataFrame, *, metric: str = "flip_rate", title: str = "Position flips", ax=None):
     """Flip rate per criterion (x) and judge (colour) with CI bars; ``res`` from ``bias.position_bias``."""
-    return _errorbar_plot(res, metric, "flip rate (95% CI)", None, title, ax)
+    return _errorbar_plot(res, metric, f"{bias_metric_label(metric)}, 95% CI", None, title, ax)
 
 
 def plot_first_slot(res: pd.DataFrame, *, title: str = "First-slot preference", ax=None):
     """First-slot rate per criterion and judge with CI bars and the no-bias line at 0.5."""
-    return _errorbar_plot(res, "first_slot_rate", "P(first slot | not tie)", 0.5, title, ax)
+    return _errorbar_plot(res, "first_slot_rate", f"{bias_metric_label('first_slot_rate')}, 95% CI", 0.5, title, ax)
 
 
 def plot_consistency_vs_agreement(
@@ -74,17 +96,24 @@ def plot_consistency_vs_agreement(
                                                     values=["estimate", "ci_low", "ci_high"], aggfunc="first")
     with paper_style():
         fig, ax = _axes(ax)
+        why = []
         for j in w.index:
             ex, ey = w.loc[j, ("estimate", x)], w.loc[j, ("estimate", y)]
-            xerr = [[ex - w.loc[j, ("ci_low", x)]], [w.loc[j, ("ci_high", x)] - ex]]
-            yerr = [[ey - w.loc[j, ("ci_low", y)]], [w.loc[j, ("ci_high", y)] - ey]]
-            ax.errorbar([ex], [ey], xerr=np.abs(xerr), yerr=np.abs(yerr), fmt="o", ms=3, capsize=2, lw=0.7,
-                        label=str(j))
+            lo = [w.loc[j, ("ci_low", x)], w.loc[j, ("ci_low", y)]]
+            hi = [w.loc[j, ("ci_high", x)], w.loc[j, ("ci_high", y)]]
+            bad = no_interval_reasons([ex, ey], lo, hi)
+            if bad.any():  # either interval missing: an open marker, no bars
+                why += [b for b in bad if b]
+                ax.plot([ex], [ey], "o", ms=3, mfc="none", label=str(j))
+                continue
+            ax.errorbar([ex], [ey], xerr=np.abs([[ex - lo[0]], [hi[0] - ex]]),
+                        yerr=np.abs([[ey - lo[1]], [hi[1] - ey]]), fmt="o", ms=3, capsize=2, lw=0.7, label=str(j))
         ax.legend(frameon=False, fontsize=6, ncol=2, loc="lower left")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_xlabel(f"{x.replace('_', ' ')} (95% CI)")
-        ax.set_ylabel(f"{y.replace('_', ' ')} (95% CI)")
+        ax.set_xlabel(f"{bias_metric_label(x)} (95% CI)")
+        ax.set_ylabel(f"{bias_metric_label(y)} (95% CI)")
+        note_no_interval(ax, why)
         ax.set_title(title)
     return fig
 
@@ -92,30 +121,37 @@ def plot_consistency_vs_agreement(
 def plot_letter_balance(letters: pd.DataFrame, *, by: str = "generator",
                         title: str = "Correct-answer letter per generator", ax=None):
     """Share of each correct letter per ``by`` group (rows) with CI bars, from ``bias.letter_balance``;
-    a dashed line at the expected share when it is one value, else a grey tick per point."""
-    gens = sorted(letters[by].astype(str).unique())
+    a dashed line at the expected share when it is one value, else a grey tick per point.
+
+    Groups read from the top in sorted order, and within a group the letters run A, B, C ... from the
+    top, the order of the legend (left to right)."""
+    gens = sorted(letters[by].astype(str).unique(), key=str.casefold)
     lets = sorted(letters["letter"].astype(str).unique())
     expected = letters["expected"].unique()
     with paper_style():
         fig, ax = _axes(ax, "double", aspect=max(0.35, 0.05 * len(gens) + 0.2))
         colors = sns.color_palette(PALETTE, len(lets))
         width = 0.8 / len(lets)
+        why = []
         for k, x in enumerate(lets):
             sub = letters[letters["letter"].astype(str) == x]
             dl = sub.assign(_group=sub[by].astype(str)).set_index("_group").reindex(gens)
-            y = np.arange(len(gens)) + (k - (len(lets) - 1) / 2) * width
-            ax.errorbar(dl["estimate"].to_numpy(float), y, xerr=_xerr(dl), fmt="o", ms=2.5, capsize=1.5, lw=0.7,
-                        color=colors[k], label=x)
+            y = np.arange(len(gens)) + (k - (len(lets) - 1) / 2) * width  # the y axis is inverted: A on top
+            why += draw_estimates(ax, y, dl["estimate"], dl["ci_low"], dl["ci_high"], n=_n(dl), horizontal=True,
+                                  ms=2.5, capsize=1.5, lw=0.7, color=colors[k], label=x)
             if len(expected) > 1:
                 ax.plot(dl["expected"].to_numpy(float), y, "|", color="0.5", ms=4)
         if len(expected) == 1:
             ax.axvline(float(expected[0]), color="0.5", lw=0.8, ls="--")
         ax.set_yticks(np.arange(len(gens)))
         ax.set_yticklabels(gens)
+        ax.set_ylim(len(gens) - 0.5, -0.5)  # first group (and letter A) on top, as the legend reads
         ax.set_xlim(0, 1)
         ax.set_xlabel("share of questions whose correct answer has this letter (95% CI)")
-        ax.legend(title="letter", frameon=False, fontsize=6, ncol=len(lets), loc="lower right")
-        ax.set_title(title)
+        note_no_interval(ax, why)
+        ax.legend(frameon=False, fontsize=6, ncol=len(lets), loc="lower center", bbox_to_anchor=(0.5, 1.0),
+                  title="correct letter", title_fontsize=6)
+        ax.set_title(title, pad=30)
     return fig
 
 
@@ -124,14 +160,16 @@ def plot_self_preference(res: pd.DataFrame, *, title: str = "Self and family pre
     d = res.dropna(subset=["estimate"]).reset_index(drop=True)
     with paper_style():
         fig, ax = _axes(ax, aspect=max(0.4, 0.12 * len(d) + 0.2))
-        labels = [f"{r.judge} -> {r.target} ({'self' if r.metric == 'delta_self' else 'family'})"
+        labels = [f"{r.judge} → {r.target} ({'self' if r.metric == 'delta_self' else 'family'})"
                   for r in d.itertuples()]
         y = np.arange(len(d))
-        ax.errorbar(d["estimate"], y, xerr=_xerr(d), fmt="o", ms=3, capsize=2)
+        why = draw_estimates(ax, y, d["estimate"], d["ci_low"], d["ci_high"], n=_n(d), horizontal=True)
         ax.axvline(0, color="0.5", lw=0.8, ls="--")
         ax.set_yticks(y)
         ax.set_yticklabels(labels)
+        ax.set_ylim(len(d) - 0.5, -0.5)  # first row on top
         ax.set_xlabel("score difference vs other-lineage peers (95% CI)")
+        note_no_interval(ax, why)
         ax.set_title(title)
     return fig
 
@@ -143,13 +181,15 @@ def plot_rate_by_judge(res: pd.DataFrame, metric: str, *, ref: float | None = 0.
     with paper_style():
         fig, ax = _axes(ax, aspect=max(0.35, 0.1 * len(d) + 0.25))
         y = np.arange(len(d))
-        ax.errorbar(d["estimate"], y, xerr=_xerr(d), fmt="o", ms=3, capsize=2)
+        why = draw_estimates(ax, y, d["estimate"], d["ci_low"], d["ci_high"], n=_n(d), horizontal=True)
         if ref is not None:
             ax.axvline(ref, color="0.5", lw=0.8, ls="--")
         ax.set_yticks(y)
         ax.set_yticklabels([f"{j} ({c})" if d["criterion"].nunique() > 1 else str(j)
                             for j, c in zip(d["judge"], d["criterion"])])
+        ax.set_ylim(len(d) - 0.5, -0.5)  # first row on top
         ax.set_xlim(0, 1)
-        ax.set_xlabel(xlabel or f"{metric.replace('_', ' ')} (95% CI)")
+        ax.set_xlabel(xlabel or f"{bias_metric_label(metric)} (95% CI)")
+        note_no_interval(ax, why)
         ax.set_title(title)
     return fig

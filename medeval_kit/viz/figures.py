@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,8 +14,11 @@ import matplotlib
 
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+
+from medeval_kit.tables import CSV_DIGITS, format_frame  # noqa: E402
 
 __all__ = [
     "SINGLE_COLUMN", "DOUBLE_COLUMN", "PALETTE", "paper_style", "figure", "save_figure", "save_plotly", "data_hash",
@@ -60,12 +64,31 @@ def figure(width: str | float = "single", aspect: float = 0.75, **kw: Any):
 
 
 def data_hash(*frames: pd.DataFrame) -> str:
-    """Return a short SHA-256 of the frames' contents, for the provenance sidecar."""
+    """Return a short SHA-256 of the frames' contents as a saved table writes them, for the provenance sidecar.
+
+    Numbers are hashed at the CSV's significant digits (:func:`medeval_kit.tables.format_frame`), so
+    last-digit floating-point differences between machines do not change the hash.
+    """
     h = hashlib.sha256()
     for df in frames:
-        h.update(pd.util.hash_pandas_object(df, index=True).values.tobytes())
-        h.update(",".join(map(str, df.columns)).encode())
+        h.update(format_frame(df).to_csv(index=True, lineterminator="\n").encode())
     return h.hexdigest()[:16]
+
+
+def _stable(value: Any) -> Any:
+    """``value`` with every float at the CSV's significant digits (recursively), for a byte-stable sidecar."""
+    if isinstance(value, Mapping):
+        return {str(k): _stable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_stable(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if not math.isfinite(f) else float(f"{f:.{CSV_DIGITS}g}")
+    return value
 
 
 _SIDECAR_KEYS = ("study", "notebook", "parameters")
@@ -87,7 +110,7 @@ def _sidecar(name: str, paths: Mapping[str, Path], data, meta: Mapping[str, Any]
         "data_hash": data_hash(data) if data is not None else None,
         "study": study,
         "notebook": notebook,
-        "parameters": params,
+        "parameters": _stable(params),
     }
 
 
@@ -102,8 +125,9 @@ def save_figure(
 ) -> dict[str, Path]:
     """Write ``fig`` as PDF, PNG (300 dpi) and SVG plus ``name.json`` provenance; return the paths.
 
-    ``meta`` (study, notebook, parameters ...) and the hash of ``data`` go into the sidecar.
-    Outputs are byte-stable across runs (no timestamps), so re-running leaves git clean.
+    ``meta`` (study, notebook, parameters ...) and the hash of ``data`` go into the sidecar, with floats
+    at the tables' significant digits. Outputs carry no timestamps, and the sidecar no last-digit float
+    noise, so re-running leaves git clean.
     """
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)

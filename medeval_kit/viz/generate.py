@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .figures import figure
+from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["plot_rounds", "plot_quality", "plot_grounded_letter_balance", "plot_cloze_accuracy"]
 
@@ -32,28 +33,34 @@ def plot_rounds(generations: pd.DataFrame, *, ax=None):
     thr = g["threshold"].dropna().unique() if "threshold" in g.columns else []
     if len(thr) == 1:
         ax.axhline(float(thr[0]), ls="--", lw=0.8, color="grey")
-    ax.set_xlabel("round (1 = INIT)")
+    ax.set_xlabel("round (1 = initial draft); n = items with that round")
     ax.set_ylabel("total critique score (mean of components)")
-    ax.set_xticks(sorted(g["round"].unique()))
+    rounds = sorted(g["round"].unique())
+    ax.set_xticks(rounds, [f"{r:g}\nn={g.loc[g['round'] == r, 'item'].nunique()}" for r in rounds])
     if g["item"].nunique() <= 8:
         ax.legend(fontsize=6, frameon=False)
     return fig
 
 
 def plot_quality(summary: pd.DataFrame, *, fmt: str = "mcq", ax=None):
-    """Mean judge score (``estimate`` with its CI) per generator and criterion, one format (dot plot)."""
+    """Mean judge score (``estimate`` with its CI) per generator and criterion, one format (dot plot).
+
+    Generators read from the top; within one, the criteria run from the top in the legend's order."""
     fig, ax = _axes(ax)
     d = summary[summary["format"] == fmt] if "format" in summary.columns else summary
     crits = sorted(d["criterion"].unique())
     gens = sorted(d["generator"].unique())
+    why = []
     for k, c in enumerate(crits):
         dc = d[d["criterion"] == c].set_index("generator").reindex(gens)
-        y = np.arange(len(gens)) + (k - len(crits) / 2) * 0.15
-        ax.errorbar(dc["estimate"], y, xerr=[dc["estimate"] - dc["ci_low"], dc["ci_high"] - dc["estimate"]],
-                    fmt="o", ms=3, lw=0.8, label=c)
+        y = np.arange(len(gens)) + (k - (len(crits) - 1) / 2) * 0.15
+        why += draw_estimates(ax, y, dc["estimate"], dc["ci_low"], dc["ci_high"], horizontal=True, lw=0.8,
+                              n=dc["n_items"] if "n_items" in dc else None, label=c, capsize=0)
     ax.set_yticks(np.arange(len(gens)))
     ax.set_yticklabels(gens)
+    ax.set_ylim(len(gens) - 0.5, -0.5)  # first generator, and first criterion, on top
     ax.set_xlabel(f"mean judge score (1-10), {fmt}, 95% CI")
+    note_no_interval(ax, why)
     ax.legend(fontsize=6, frameon=False)
     return fig
 
@@ -63,21 +70,31 @@ def plot_grounded_letter_balance(balance: pd.DataFrame, *, by: str = "generator"
     quarter lines (uniform A-D puts 25% on each letter)."""
     fig, ax = _axes(ax)
     w = balance.pivot_table(index=by, columns="letter", values="estimate", fill_value=0)
+    w = w[sorted(w.columns, key=str)]
     left = np.zeros(len(w))
-    for L in w.columns:
-        ax.barh(w.index, w[L], left=left, label=L)
+    for L in w.columns:  # stacked left to right in the legend's order (A, B, C ...)
+        ax.barh([str(i) for i in w.index], w[L], left=left, label=str(L))
         left += w[L].to_numpy()
     for x in (0.25, 0.5, 0.75):
         ax.axvline(x, ls=":", lw=0.6, color="grey")
+    ax.set_ylim(len(w) - 0.5, -0.5)  # first group on top
     ax.set_xlabel("share of items keyed to each letter")
-    ax.legend(ncol=4, fontsize=6, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0))
+    ax.legend(ncol=len(w.columns), fontsize=6, frameon=False, loc="lower center", bbox_to_anchor=(0.5, 1.0))
     return fig
 
 
 def plot_cloze_accuracy(acc: pd.DataFrame, *, x: str = "match", ax=None):
     """Cloze accuracy (``estimate`` with its CI) per value of ``x`` as bars, n and CI method in the label."""
     fig, ax = _axes(ax)
-    est = acc["estimate"]
-    ax.bar(acc[x], est, yerr=[est - acc["ci_low"], acc["ci_high"] - est])
+    est = acc["estimate"].to_numpy(float)
+    why = no_interval_reasons(est, acc["ci_low"], acc["ci_high"], acc["n_items"])
+    ok = why == ""
+    err = np.abs(np.vstack([est - acc["ci_low"].to_numpy(float), acc["ci_high"].to_numpy(float) - est]))
+    err[:, ~ok] = np.nan  # no bar where there is no interval; the footnote says why
+    ax.bar([str(v) for v in acc[x]], est, yerr=err)
+    for i in np.flatnonzero(~ok & np.isfinite(est)):
+        ax.annotate("no CI", (i, est[i]), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=6)
     ax.set_ylabel(f"cloze accuracy (n = {int(acc['n_items'].iloc[0])}, {acc['ci_method'].iloc[0]} CI)")
+    if not ok.all():
+        ax.set_xlabel(f"no CI: {'; '.join(sorted({w for w in why if w}))}")
     return fig

@@ -10,6 +10,8 @@ from medeval_kit.viz.figures import figure, paper_style
 
 __all__ = ["plot_verdicts"]
 
+_BY_WORDS = {"order": "presentation order", "position": "shown position", "criterion": "criterion"}
+
 
 def plot_verdicts(counts: pd.DataFrame, *, title: str | None = None, ax=None):
     """Bar chart of verdict counts per group (parse failures are their own bars); returns the figure.
@@ -22,9 +24,9 @@ def plot_verdicts(counts: pd.DataFrame, *, title: str | None = None, ax=None):
     wide = counts.set_index(["group", "label"])["n"].unstack(fill_value=0).rename_axis(by)
     with paper_style():
         fig, ax = figure("single", aspect=0.7) if ax is None else (ax.figure, ax)
-        wide.plot.bar(ax=ax, width=0.8)
-        ax.set_xlabel(by)
-        ax.set_ylabel(unit)
+        wide.plot.bar(ax=ax, width=0.8)  # bars left to right in the legend's order
+        ax.set_xlabel(_BY_WORDS.get(by, by.replace("_", " ")))
+        ax.set_ylabel(f"number of {unit}")
         ax.set_title(title or f"{proto}: verdicts by {by} (n={int(counts['n'].sum())})")
         ax.legend(title=None, frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
         ax.tick_params(axis="x", rotation=0 if by != "criterion" else 45)

@@ -12,6 +12,14 @@ from medeval_kit.viz.figures import DOUBLE_COLUMN, figure, paper_style
 __all__ = ["plot_label_distribution", "plot_score_distribution"]
 
 
+def _row_major(handles: list, labels: list, ncol: int) -> tuple[list, list]:
+    """Legend entries reordered so that matplotlib's column-by-column fill reads row by row, left to right,
+    in the order the bars are stacked."""
+    rows = -(-len(labels) // max(ncol, 1))
+    order = [r * ncol + c for c in range(ncol) for r in range(rows) if r * ncol + c < len(labels)]
+    return [handles[i] for i in order], [labels[i] for i in order]
+
+
 def plot_label_distribution(dist: pd.DataFrame, *, group: str = "rater", label: str = "label", title: str = "",
                             ax=None):
     """Horizontal stacked bars of label shares per group (``overview.label_distribution``), n in each label."""
@@ -24,8 +32,11 @@ def plot_label_distribution(dist: pd.DataFrame, *, group: str = "rater", label: 
             ax.barh([f"{g} (n={n[g]})" for g in wide.index], wide[col], left=left, label=str(col))
             left += wide[col].to_numpy()
         ax.set_xlim(0, 1)
+        ax.set_ylim(len(wide) - 0.5, -0.5)  # first group on top
         ax.set_xlabel("share of labels")
-        ax.legend(ncols=min(4, len(wide.columns)), loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
+        ncol = min(5, len(wide.columns))
+        handles, labels = _row_major(*ax.get_legend_handles_labels(), ncol)
+        ax.legend(handles, labels, ncols=ncol, loc="lower center", bbox_to_anchor=(0.5, 1.0), frameon=False)
         if title:
             ax.set_title(title, pad=18)
     return fig

@@ -7,8 +7,10 @@ import numpy as np
 import pandas as pd
 
 from .figures import figure
+from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
-__all__ = ["plot_round_means", "plot_component_trajectories", "plot_stop_best", "plot_curve_fits", "plot_item_rounds"]
+__all__ = ["plot_round_means", "plot_component_trajectories", "plot_stop_best", "plot_curve_fits", "plot_item_rounds",
+           "round_ticks"]
 
 _IMPUTATION_STYLE = {"available": ("o", "-", "available-only"), "locf": ("s", "--", "last value carried forward")}
 _IMPUTATION_OFFSET = {"available": -0.06, "locf": 0.06}
@@ -22,9 +24,24 @@ def _axes(ax):
     return ax.figure, ax
 
 
-def _finish(ax, *, xticks, xlabel: str, ylabel: str, title: str | None, **legend) -> None:
+def _n_text(ns) -> str:
+    """``n=40``, or ``n=38–40`` when the counts differ (e.g. per component)."""
+    ns = sorted({int(v) for v in ns if pd.notna(v)})
+    if not ns:
+        return "n=0"
+    return f"n={ns[0]}" if len(ns) == 1 else f"n={ns[0]}–{ns[-1]}"
+
+
+def round_ticks(table: pd.DataFrame, rounds=None) -> tuple[list, list[str]]:
+    """(rounds, tick labels ``"2\nn=38"``): each round with the items its estimate rests on (``n_items``)."""
+    rounds = sorted(table["round"].unique()) if rounds is None else list(rounds)
+    labels = [f"{r:g}\n{_n_text(table.loc[table['round'] == r, 'n_items'])}" for r in rounds]
+    return rounds, labels
+
+
+def _finish(ax, *, xticks, xlabel: str, ylabel: str, title: str | None, xticklabels=None, **legend) -> None:
     """Set ticks, labels, the optional title and a frameless legend."""
-    ax.set_xticks(xticks)
+    ax.set_xticks(xticks, xticklabels)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -33,22 +50,27 @@ def _finish(ax, *, xticks, xlabel: str, ylabel: str, title: str | None, **legend
 
 
 def plot_round_means(means: pd.DataFrame, *, ax=None, title: str | None = None, ylabel: str = "mean total score"):
-    """Plot :func:`~medeval_kit.rounds.round_means` output: available-only vs LOCF means with CIs and n per round."""
+    """Plot :func:`~medeval_kit.rounds.round_means` output: available-only vs LOCF means with CIs and n per round.
+
+    Under each round: the items its available-only mean rests on (drop-out shows there); the LOCF
+    legend entry gives its own n. A mean without an interval (one item, or a zero-width CI) is an
+    open marker, explained under the axis.
+    """
     fig, ax = _axes(ax)
+    why = []
     for i, (m, g) in enumerate(means.groupby("imputation", sort=False)):
         g = g.sort_values("round")
         mk, ls, lab = _IMPUTATION_STYLE.get(m, ("o", "-", m))
+        if m != "available" and "available" in set(means["imputation"]):
+            lab = f"{lab} ({_n_text(g['n_items'])})"
         x = g["round"].to_numpy(float) + _IMPUTATION_OFFSET.get(m, 0)
-        yerr = np.vstack([g["estimate"] - g["ci_low"], g["ci_high"] - g["estimate"]])
-        yerr = np.where(np.isnan(yerr), 0, yerr)
-        ax.errorbar(x, g["estimate"], yerr=yerr, marker=mk, ls=ls, capsize=2, label=lab, color=f"C{i}")
-        for xi, yi, n in zip(x, g["estimate"], g["n_items"]):
-            if pd.notna(yi):
-                ax.annotate(f"n={n}", (xi, yi), textcoords="offset points",
-                            xytext=(-5, 5) if m == "available" else (5, -8),
-                            ha="right" if m == "available" else "left", fontsize=6, color=f"C{i}")
-    _finish(ax, xticks=sorted(means["round"].unique()), xlabel="round (1 = initial draft)", ylabel=ylabel,
-            title=title)
+        why += draw_estimates(ax, x, g["estimate"], g["ci_low"], g["ci_high"], n=g["n_items"], marker=mk, line=ls,
+                              ms=5, label=lab, color=f"C{i}")
+    shown = means[means["imputation"] == "available"] if "available" in set(means["imputation"]) else means
+    ticks, labels = round_ticks(shown, sorted(means["round"].unique()))
+    _finish(ax, xticks=ticks, xticklabels=labels, xlabel="round (1 = initial draft); n = items with a score",
+            ylabel=ylabel, title=title)
+    note_no_interval(ax, why)
     return fig
 
 
@@ -57,29 +79,39 @@ def plot_component_trajectories(traj: pd.DataFrame, *, imputation: str = "availa
     """Plot per-component round means (:func:`~medeval_kit.rounds.round_means` with ``by="component"``)."""
     fig, ax = _axes(ax)
     d = traj[traj["imputation"] == imputation]
+    why = []
     for i, (comp, g) in enumerate(d.groupby("component", sort=True)):
         g = g.sort_values("round")
-        ax.plot(g["round"], g["estimate"], marker="o", label=comp, color=f"C{i}")
-        ax.fill_between(g["round"], g["ci_low"], g["ci_high"], alpha=0.15, color=f"C{i}", lw=0)
-    _finish(ax, xticks=sorted(d["round"].unique()), xlabel="round (1 = initial draft)",
-            ylabel=f"mean normalised score ({imputation})", title=title, ncol=2)
+        bad = no_interval_reasons(g["estimate"], g["ci_low"], g["ci_high"], g["n_items"])
+        ok = bad == ""
+        ax.plot(g["round"], g["estimate"], marker="o", markevery=list(ok), label=comp, color=f"C{i}")
+        ax.plot(g["round"][~ok], g["estimate"][~ok], "o", mfc="none", color=f"C{i}")  # no interval: open
+        ax.fill_between(g["round"], g["ci_low"].where(ok), g["ci_high"].where(ok), alpha=0.15, color=f"C{i}", lw=0)
+        why += [b for b in bad if b]
+    ticks, labels = round_ticks(d)
+    words = {"available": "available-only", "locf": "last value carried forward"}.get(imputation, imputation)
+    _finish(ax, xticks=ticks, xticklabels=labels, xlabel="round (1 = initial draft); n = items with a score",
+            ylabel=f"mean normalised score ({words})", title=title, ncol=2)
+    note_no_interval(ax, why)
     return fig
 
 
 def plot_stop_best(dist: pd.DataFrame, *, ax=None, title: str | None = None):
     """Grouped bars of the stop-round and best-round shares (:func:`~medeval_kit.rounds.stop_best_distribution`),
-    pooled over groups, each bar labelled with its count."""
+    pooled over groups, each bar labelled with its count and each kind's n in the legend."""
     fig, ax = _axes(ax)
     width = 0.38
     for i, (kind, g) in enumerate(dist.groupby("kind", sort=False)):
         g = g.groupby("round", as_index=False).agg(n_at_round=("n_at_round", "sum"), n_items=("n_items", "sum"))
         share = g["n_at_round"] / g["n_items"].replace(0, np.nan)
         x = g["round"].to_numpy(float) + (i - 0.5) * width
-        ax.bar(x, share, width=width, label=kind.replace("_", " "), color=f"C{i}")
+        ax.bar(x, share, width=width, label=f"{kind.replace('_', ' ')} ({_n_text(g['n_items'])} items)",
+               color=f"C{i}")
         for xi, si, n in zip(x, share, g["n_at_round"]):
             if pd.notna(si):
                 ax.annotate(str(n), (xi, si), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=6)
-    _finish(ax, xticks=sorted(dist["round"].unique()), xlabel="round", ylabel="share of items", title=title)
+    _finish(ax, xticks=sorted(dist["round"].unique()), xlabel="round", ylabel="share of items (count on each bar)",
+            title=title)
     return fig
 
 
@@ -112,7 +144,7 @@ def plot_item_rounds(shares: pd.DataFrame, trajectory: pd.DataFrame, *, threshol
     ax.axhline(threshold, color="grey", ls="--", lw=0.8)
     ax.set_xticks(sorted(shares["round"].unique()))
     ax.set_xlabel("round")
-    ax.set_ylabel("score / max")
+    ax.set_ylabel("share of the maximum score")
     ax.set_ylim(0, 1.05)
     ax.legend(fontsize=6, ncols=3, loc="lower right", frameon=False)
     if title:

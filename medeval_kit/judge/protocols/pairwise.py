@@ -17,6 +17,7 @@ import pandas as pd
 from medeval_kit import agreement, bias
 from medeval_kit.pairwise import ORDERS, SLOT_OF, majority_over_repeats, resolve_orders, unswap, win_rate
 from medeval_kit.prompts import POLARITIES, Prompt, PromptError, Rubric, load_rubric
+from medeval_kit.stats import nested_sample
 
 from .. import engine
 from ..engine import Call, JudgeError, text
@@ -35,18 +36,17 @@ _UNNAMED_MODEL = {"model_a": "A", "model_b": "B"}  # model names written when th
 
 
 def sample_ids(ids: list, n_items: int | None, seed: int) -> list:
-    """A seeded random subset of ``ids`` (``numpy.random.default_rng(seed)``, kept in order), or all of them."""
-    if n_items is None or n_items >= len(ids):
-        return ids
-    return [ids[k] for k in np.sort(np.random.default_rng(seed).choice(len(ids), size=int(n_items), replace=False))]
+    """A seeded subset of ``ids`` kept in order, or all of them: nested (:func:`medeval_kit.stats.nested_sample`),
+    so the draw of 10 items is a subset of the draw of 40 with the same seed and reuses its cached calls."""
+    return nested_sample(ids, n_items, seed)
 
 
 def pairs_from_bundle(bundle, *, n_items: int | None = None, seed: int = 0) -> pd.DataFrame:
     """Turn a pairwise dataset bundle (PandaLM) into a pairs table for :func:`judge_pairwise`.
 
     Columns: ``item, question, answer_a, answer_b, model_a, model_b``. ``question`` is the
-    instruction followed by its input (if any). ``n_items`` draws a seeded random subset
-    (``numpy.random.default_rng(seed)``), kept in item order.
+    instruction followed by its input (if any). ``n_items`` draws a seeded subset, kept in item order:
+    the first ``n_items`` of one seeded permutation (:func:`sample_ids`), so smaller draws nest in larger ones.
     """
     items, resp = bundle.items, bundle.responses
     if resp is None or "slot" not in resp.columns:

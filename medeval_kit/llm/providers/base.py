@@ -21,7 +21,12 @@ BATCH_FINAL = (BATCH_COLLECTED, "failed", "expired", "cancelled")
 
 @dataclass(slots=True)
 class Completion:
-    """What a provider returns for one successful call."""
+    """What a provider returns for one successful call.
+
+    ``found``: the options the provider settled for an option left to ``"auto"`` (e.g.
+    ``{"schema_format": "json_object"}``); the client records them for the endpoint and keys the
+    reply by them (see ``Provider.learned_options``).
+    """
 
     text: str | None
     prompt_tokens: int = 0
@@ -29,6 +34,7 @@ class Completion:
     finish_reason: str | None = None
     response_id: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    found: dict[str, str] = field(default_factory=dict)
 
 
 class Provider:
@@ -37,7 +43,10 @@ class Provider:
 
     Class attributes: ``uses_network`` (the executor then adds a safety-net timeout), ``key_env``
     (the default API-key variable; its value is redacted everywhere), ``accepts_base_url`` (model
-    strings ``<name>/<model>@http://...`` allowed) and ``example`` (a model string for help texts).
+    strings ``<name>/<model>@http://...`` allowed), ``example`` (a model string for help texts) and
+    ``learned_options`` (options that may be ``"auto"``: the provider finds the value that works per
+    endpoint and reports it in ``Completion.found``; the client then keys requests by it, passes it
+    to new providers for that endpoint and keeps it in the cache).
     """
 
     name = "base"
@@ -46,6 +55,7 @@ class Provider:
     key_env: str | None = None
     accepts_base_url = False
     example = ""
+    learned_options: tuple[str, ...] = ()
 
     def __init__(self, spec: ModelSpec, **options: Any) -> None:
         self.spec = spec
