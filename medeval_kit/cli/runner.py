@@ -397,32 +397,9 @@ def _shown(path: Path, root: Path) -> str:
         return str(path)
 
 
-def run_studies(
-    selected: Sequence[str] = (),
-    *,
-    overrides: Mapping[str, Any] | None = None,
-    jobs: int = 2,
-    kernel: str | None = None,
-    progress: bool = True,
-    studies: Mapping[str, Study] | None = None,
-    out: str | Path | None = None,
-    publish: bool = False,
-) -> list[RunResult]:
-    """Execute the selected studies (all by default) and return one RunResult per run.
-
-    Each run writes its executed notebook, figures and tables to :func:`run_folder` (``runs/<study>/<name>/``,
-    or under ``out``); ``publish=True`` writes figures and tables to the committed ``figures/<study>/`` and
-    ``tables/<study>/`` instead. ``overrides`` are set on every run whose notebook declares them; a key
-    that no selected notebook declares is an error. Independent runs execute in parallel up to ``jobs``.
-    """
-    from tqdm.auto import tqdm
-
-    root = project_root()
-    studies = studies or load_studies()
-    runs = _plan(studies, list(selected))
-    by_id = {r.id: r for r in runs}
-    overrides = dict(overrides or {})
-
+def _prepare(runs: list[Run], by_id: Mapping[str, Run], overrides: dict[str, Any], out, publish: bool,
+             root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, tuple[str, str, Path]]]]:
+    """Return each run's checked parameters and the committed-output paths to redirect to a needed run."""
     prepared: dict[str, dict[str, Any]] = {}
     refs: dict[str, dict[str, tuple[str, str, Path]]] = {}
     used: set[str] = set()
@@ -446,6 +423,33 @@ def run_studies(
     unused = set(overrides) - used
     if unused:
         raise ParameterError(f"no selected notebook declares parameter(s) {sorted(unused)}")
+    return prepared, refs
+
+
+def run_studies(
+    selected: Sequence[str] = (),
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    jobs: int = 2,
+    kernel: str | None = None,
+    progress: bool = True,
+    studies: Mapping[str, Study] | None = None,
+    out: str | Path | None = None,
+    publish: bool = False,
+) -> list[RunResult]:
+    """Execute the selected studies (all by default) and return one RunResult per run.
+
+    Each run writes its executed notebook, figures and tables to :func:`run_folder` (``runs/<study>/<name>/``,
+    or under ``out``); ``publish=True`` writes figures and tables to the committed ``figures/<study>/`` and
+    ``tables/<study>/`` instead. ``overrides`` are set on every run whose notebook declares them; a key
+    that no selected notebook declares is an error. Independent runs execute in parallel up to ``jobs``.
+    """
+    from tqdm.auto import tqdm
+
+    root = project_root()
+    runs = _plan(studies or load_studies(), list(selected))
+    by_id = {r.id: r for r in runs}
+    prepared, refs = _prepare(runs, by_id, dict(overrides or {}), out, publish, root)
 
     results: dict[str, RunResult] = {}
     pending = {r.id: r for r in runs}

@@ -26,15 +26,9 @@ import pandas as pd
 
 from medeval_kit.errors import DataFileError, MedevalError, SchemaError
 
-__all__ = [
-    "Role", "ROLES", "TABLES", "UPLOAD_TYPES", "BUNDLED",
-    "read_upload", "app_table", "guess_mapping", "check_mapping", "roles_markdown", "table_note", "attempt",
-    "annotations_from_table", "judgments_from_table", "unknown_verdicts", "rounds_from_table",
-    "mapping_form", "problem_callout",
-    "load_annotations_for_app", "load_judgments_for_app", "load_rounds_for_app",
-    "round_trajectory", "item_component_shares", "round_rows", "round_texts", "rule_stop",
-    "flip_table", "position_summary", "shown_text",
-]
+from .bundled import _text, load_annotations_for_app, load_judgments_for_app, load_rounds_for_app
+
+__all__ = ['Role', 'ROLES', 'TABLES', 'UPLOAD_TYPES', 'BUNDLED', 'read_upload', 'app_table', 'guess_mapping', 'check_mapping', 'roles_markdown', 'table_note', 'attempt', 'annotations_from_table', 'judgments_from_table', 'unknown_verdicts', 'rounds_from_table', 'mapping_form', 'problem_callout', 'flip_table', 'position_summary', 'shown_text']
 
 UPLOAD_TYPES = [".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".json", ".parquet", ".pq"]
 """File types the upload accepts: what :func:`medeval_kit.datasets.read_table` reads."""
@@ -270,12 +264,6 @@ def _rows(mask) -> list[int]:
     return [int(i) for i in np.flatnonzero(np.asarray(mask, dtype=bool))]
 
 
-def _text(v) -> str | None:
-    """A cell as stripped text; None for a missing value or a blank cell."""
-    if v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v)):
-        return None
-    t = str(v).strip()
-    return t or None
 
 
 # --------------------------------------------------------------------------- agreement
@@ -541,113 +529,3 @@ def problem_callout(message: str):
 
 
 # --------------------------------------------------------------------------- bundled data
-def load_annotations_for_app(dataset: str) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """Return (annotations, human raters, LLM judges) for ``"pandalm"`` or ``"medqg_table19"``.
-
-    In Table 19 the position-inconsistent code (-1) becomes a missing label, so agreement is
-    computed on consistent verdicts only; the number of such labels stays visible as ``n_missing``.
-    """
-    from medeval_kit import datasets as ds
-
-    if dataset == "pandalm":
-        ann = ds.load_pandalm().annotations
-    elif dataset == "medqg_table19":
-        ann = ds.load_medqg_table19().annotations.copy()
-        ann["label"] = ann["label"].where(ann["label"] != "inconsistent")
-    else:
-        raise ValueError(f"unknown dataset {dataset!r}; choose 'pandalm' or 'medqg_table19'")
-    kinds = ann.drop_duplicates("rater").set_index("rater")["rater_kind"]
-    return ann, sorted(kinds[kinds == "human"].index), sorted(kinds[kinds == "llm"].index)
-
-
-def load_judgments_for_app(path: str = "") -> pd.DataFrame:
-    """Return pairwise judgments joined with both responses' texts.
-
-    ``path`` is a judgments CSV written by the judging study; empty means the default study output
-    (``tables/judging/judgments.csv``), or a synthetic table with a planted bias if that is absent;
-    ``"synthetic"`` asks for the synthetic table.
-    """
-    from medeval_kit.datasets import read_table
-    from medeval_kit.paths import root as project_root
-
-    p = Path(path) if path and path != "synthetic" else project_root() / "tables" / "judging" / "judgments.csv"
-    if path != "synthetic" and p.exists():
-        j = read_table(p)
-        j["item"] = j["item"].astype(str)
-        from medeval_kit.datasets import load_pandalm
-
-        b = load_pandalm()
-        texts = b.responses.pivot(index="item", columns="slot", values="text").rename(
-            columns={"A": "text_a", "B": "text_b"})
-        q = b.items.set_index("item")["question"].rename("question")
-        return j.join(texts, on="item").join(q, on="item")
-    from medeval_kit.datasets.synthetic import synthetic_pairwise
-
-    j = synthetic_pairwise(n_items=60, judges=("judge-1", "judge-2"), criteria=("overall", "safety"), seed=0)
-    j["question"] = "synthetic item " + j["item"]
-    j["text_a"] = "response A, " + j["len_a"].astype(str) + " tokens"
-    j["text_b"] = "response B, " + j["len_b"].astype(str) + " tokens"
-    return j
-
-
-def load_rounds_for_app(source: str = "all") -> pd.DataFrame:
-    """Return the bundled MedQG refinement rounds (with texts and critiques) for the rounds explorer."""
-    from medeval_kit.datasets import load_medqg_rounds
-    from medeval_kit.rounds import fill_best_rounds
-
-    return fill_best_rounds(load_medqg_rounds(source))
-
-
-# --------------------------------------------------------------------------- rounds views
-def _component_rows(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
-    """The item's component rows (aspect ``total``) with ``share`` = score / max (the score when max is NA)."""
-    r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")].copy()
-    mx = r["max_score"].where(r["max_score"] > 0)
-    r["share"] = (r["score"] / mx).where(mx.notna(), r["score"])
-    return r
-
-
-def round_trajectory(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
-    """Return one row per round of ``item``: total (mean of component score / max), best, stop."""
-    r = _component_rows(rounds, item)
-    return r.groupby("round").agg(total=("share", "mean"), n_components=("share", "count"),
-                                  best=("best", "any"), stop=("stop", "any")).reset_index()
-
-
-def item_component_shares(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
-    """Return one row per (component, round) of ``item`` with its score share (score / max)."""
-    return _component_rows(rounds, item)[["component", "round", "share"]]
-
-
-ROUND_VIEW = ["round", "component", "aspect", "raw_score", "score", "max_score", "parse_status", "critique"]
-"""Columns of the rounds app's table, those present shown in this order."""
-
-
-def round_rows(rounds: pd.DataFrame, item: str, component: str = "(all)") -> pd.DataFrame:
-    """Return the rows of ``item`` (one ``component``, or ``"(all)"``) in the columns of :data:`ROUND_VIEW`."""
-    rows = rounds[rounds["item"] == item]
-    if component != "(all)":
-        rows = rows[rows["component"] == component]
-    return rows[[c for c in ROUND_VIEW if c in rows.columns]].reset_index(drop=True)
-
-
-def round_texts(rounds: pd.DataFrame, item: str) -> dict[str, str]:
-    """Return ``{"round k <component>": text}`` of ``item``: the question component if there is one, else all."""
-    if "text" not in rounds.columns:
-        return {}
-    r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")]
-    r = r[r["text"].map(lambda v: _text(v) is not None)]
-    if (r["component"] == "question").any():
-        r = r[r["component"] == "question"]
-    return {f"round {int(x.round)} {x.component}": str(x.text) for x in r.itertuples()}
-
-
-def rule_stop(rounds: pd.DataFrame, item: str, rule: str, threshold: float) -> tuple[int, str]:
-    """Return (round, reason) at which ``item``'s run would stop under ``rule`` and ``threshold`` (no round budget).
-
-    ``reason`` is ``rule`` (the scores met it) or ``end_of_trace`` (they never did before the last round).
-    """
-    from medeval_kit.rounds import apply_stopping_rule
-
-    r = apply_stopping_rule(rounds[rounds["item"] == item], rule, threshold, max_rounds=None, truncate=True)
-    return int(r.loc[r["stop"], "round"].min()), str(r["stop_reason"].iloc[0])
