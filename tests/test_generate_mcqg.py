@@ -275,3 +275,73 @@ def test_plot_rounds_rings_the_best_round_and_draws_the_threshold():
     assert len(ax.lines) == 2 + 1  # one line per item, plus the threshold
     assert ax.lines[-1].get_ydata()[0] == 0.95
 
+
+
+def test_a_rule_run_equals_the_full_trajectory_cut_by_the_rule():
+    """Issue 14: the study runs each arm under both stopping rules; a rule run must be the 4-round
+    trajectory cut where `rounds.apply_stopping_rule` says (same rounds, same scores, same best)."""
+    import medeval_kit.rounds as R
+
+    trace = {1: comp_scores(question=3), 2: comp_scores(question=4), 3: comp_scores(question=5),
+             4: comp_scores(question=4)}
+    full = run_srefine(INPUTS, client=scripted(trace), stop_rule="max_rounds", max_rounds=4, k_shots=0)
+    assert full.generations.groupby("item")["round"].max().tolist() == [4, 4]
+    for rule in ("total", "all_components"):
+        run = run_srefine(INPUTS, client=scripted(trace), stop_rule=rule, max_rounds=4, k_shots=0)
+        cut = R.apply_stopping_rule(full.rounds, rule, 0.9, max_rounds=4)
+        got = run.rounds.sort_values(["item", "round", "component", "aspect"]).reset_index(drop=True)
+        want = cut.sort_values(["item", "round", "component", "aspect"]).reset_index(drop=True)
+        assert got[["item", "round", "component", "aspect", "score"]].equals(
+            want[["item", "round", "component", "aspect", "score"]]), rule
+        assert got["best"].tolist() == want["best"].tolist()
+
+
+def test_stop_rule_comparison_counts_full_runs_with_cis():
+    from medeval_kit.generate import stop_rule_comparison
+
+    trace = {1: comp_scores(question=4), 2: comp_scores(question=4), 3: comp_scores(question=5),
+             4: comp_scores(question=5)}
+    res = {("human", rule): run_srefine(INPUTS, client=scripted(trace), stop_rule=rule, max_rounds=4, k_shots=0)
+           for rule in ("total", "all_components")}
+    t = stop_rule_comparison(res).set_index(["stop_rule", "measure"])
+    assert t.loc[("total", "share_all_rounds"), "estimate"] == 0  # total stops both at round 1
+    assert t.loc[("total", "share_stopped_by_rule"), "estimate"] == 1
+    assert t.loc[("all_components", "mean_rounds"), "estimate"] == 3
+    assert t.loc[("all_components", "share_best_round_1"), "estimate"] == 0
+    assert (t["n_items"] == 2).all()
+    lo, hi = t.loc[("total", "share_stopped_by_rule"), ["ci_low", "ci_high"]]
+    assert 0 < lo < 1 and hi == pytest.approx(1)
+
+
+def test_srefine_pairs_and_preferences_keep_every_item_counted():
+    from medeval_kit.generate import srefine_pairs, srefine_preferences
+
+    # i1 improves (best = round 2); i2's best is round 1 (nothing to compare)
+    def client_for(trace):
+        return scripted(trace)
+
+    trace = {1: comp_scores(question=4), 2: comp_scores(question=5)}
+    res = run_srefine(INPUTS.iloc[:1], client=client_for(trace), stop_rule="max_rounds", max_rounds=2, k_shots=0)
+    trace2 = {1: comp_scores(question=5), 2: comp_scores(question=4)}
+    res2 = run_srefine(INPUTS.iloc[1:], client=client_for(trace2), stop_rule="max_rounds", max_rounds=2, k_shots=0)
+    pairs = pd.concat([srefine_pairs(res), srefine_pairs(res2)], ignore_index=True)
+    assert pairs["status"].tolist() == ["pair", "best_is_round_1"]
+    assert pairs["round_b"].tolist() == [2, 1]
+    assert pairs.loc[0, "answer_a"] != pairs.loc[0, "answer_b"] and "Context:" in pairs.loc[0, "answer_b"]
+    resolved = pd.DataFrame({"item": ["i1"], "verdict": [None], "resolution": ["dropped"]})
+    prefs = srefine_preferences(pairs, resolved)
+    assert prefs["status"].tolist() == ["inconsistent", "best_is_round_1"]
+    assert prefs["preference"].isna().all()
+    prefs = srefine_preferences(pairs, pd.DataFrame({"item": ["i1"], "verdict": ["B"], "resolution": ["agree"]}))
+    assert prefs["preference"].tolist()[0] == "B" and prefs["status"].tolist()[0] == "ok"
+
+
+def test_judge_srefine_without_comparable_pairs_calls_nothing_and_counts_every_item():
+    from medeval_kit.generate import judge_srefine, srefine_pairs
+
+    res = run_srefine(INPUTS, client=scripted({1: ALL5}), max_rounds=1, k_shots=0)
+    pairs = srefine_pairs(res)
+    client = FakeClient(lambda req: pytest.fail("no call expected"))
+    out = judge_srefine(pairs, client=client)
+    assert out["vanilla"].empty and out["win_rate"].empty and not client.calls
+    assert out["preferences"]["status"].tolist() == ["best_is_round_1", "best_is_round_1"]

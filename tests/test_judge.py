@@ -510,7 +510,8 @@ Is this safe? Reply as JSON: {"safe": "yes"} or {"safe": "no"}.
 
 
 def test_registry_holds_the_five_protocols():
-    assert sorted(J.protocol_names()) == sorted(["pairwise", "rubric", "multi_answer", "reference", "multi_response"])
+    assert sorted(J.protocol_names()) == sorted(["pairwise", "pairwise_mec", "rubric", "multi_answer", "reference",
+                                                 "multi_response"])
     assert set(J.protocol_names()) <= set(J.PROTOCOLS)
     assert J.default_templates()["reference"] == "judge/reference"
     assert J.default_templates()["pairwise"]["reversed"] == "judge/pairwise_reversed"

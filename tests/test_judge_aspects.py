@@ -95,7 +95,9 @@ def test_missing_scores_and_labels_counted():
 def test_exhaustive_refuses_too_many_subsets():
     diffs, human = planted(p=30)
     with pytest.raises(ParameterError, match="lower max_k"):
-        J.select_aspects(diffs, human, method="exhaustive", max_k=10)
+        J.select_aspects(diffs, human, method="exhaustive", max_k=10, max_subsets=1_000_000)
+    with pytest.raises(ParameterError, match="lower max_k"):  # the default cap admits the paper's 1.1e8, not 3.1e8
+        J.select_aspects(diffs, human, method="exhaustive", max_k=13)
     with pytest.raises(ParameterError, match="method"):
         J.select_aspects(diffs, human, method="magic")
 

@@ -15,7 +15,7 @@ LAYERS = {
     "stats": 1,
     "datasets": 2, "prompts": 2, "llm": 2, "embed": 2, "retrieve": 2, "pairwise": 2,
     "readers": 3,
-    "agreement": 4, "bias": 4, "rounds": 4,
+    "agreement": 4, "bias": 4, "rounds": 4, "rank": 4, "psychometrics": 4,
     "judge": 5, "generate": 5, "overview": 5,
     "viz": 6,
     "repro": 7,

@@ -47,3 +47,22 @@ def test_local_model_returns_valid_json_with_allowed_labels(tmp_path):
     assert client.last_run.n_called == 3 and client.last_run.n_parse_failed == 0
     again = get_client("local/smollm2-135m", cache_path=tmp_path / "c.sqlite", n_threads=1).run(reqs, progress=False)
     assert all(r.cached for r in again) and [r.text for r in again] == [r.text for r in out]
+
+
+def test_local_threads_come_from_the_argument_the_environment_or_the_cores(monkeypatch):
+    """MEDEVAL_LOCAL_THREADS caps the embedded model's threads (several model processes on few cores);
+    `medeval run --jobs N` sets it to cores / N for its notebooks unless the user set it."""
+    import os
+
+    from medeval_kit.cli import runner
+    from medeval_kit.llm.providers.local import local_threads
+
+    monkeypatch.delenv("MEDEVAL_LOCAL_THREADS", raising=False)
+    assert local_threads() == min(4, os.cpu_count() or 1)
+    assert local_threads(3) == 3
+    monkeypatch.setenv("MEDEVAL_LOCAL_THREADS", "1")
+    assert local_threads() == 1 and local_threads(2) == 2
+    monkeypatch.delenv("MEDEVAL_LOCAL_THREADS")
+    assert runner.share_cores(2) == str(max(1, (os.cpu_count() or 1) // 2)) == os.environ["MEDEVAL_LOCAL_THREADS"]
+    monkeypatch.setenv("MEDEVAL_LOCAL_THREADS", "3")
+    assert runner.share_cores(2) == "3"  # the user's value wins

@@ -73,6 +73,11 @@ YOUR_DATA = {
     "length_and_self_preference.ipynb": ("judgments_path", "scores_path", "item", "judge", "verdict", "len_a",
                                          "len_b", "model", "rater", "score"),
     "rounds.ipynb": ("rounds_path", "item", "round", "score", "component", "aspect"),
+    "rankings.ipynb": ("pairs_path", "item", "model_a", "model_b", "verdict", "judge", "failed"),
+    "item_analysis.ipynb": ("responses_path", "item", "examinee", "choice", "key"),
+    "aspect_search.ipynb": ("scores_path", "labels_path", "item", "system", "aspect", "score", "label"),
+    "position_calibration.ipynb": ("judgments_path", "annotations_path", "item", "judge", "order", "repeat",
+                                   "verdict", "score_a", "score_b", "rater", "label"),
 }
 
 

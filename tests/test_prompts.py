@@ -87,7 +87,7 @@ def test_project_prompts_override_and_unknown_template(tmp_path, monkeypatch):
 def test_shipped_judge_templates_render():
     names = list_prompts("judge")
     for n in ["judge/pairwise", "judge/pairwise_reversed", "judge/pairwise_multi", "judge/rubric", "judge/multi_answer",
-              "judge/reference", "judge/multi_response"]:
+              "judge/reference", "judge/multi_response", "judge/pairwise_mec"]:
         assert n in names
         p = load_prompt(n)
         msgs = p.render(**{v: f"<{v}>" for v in p.variables})

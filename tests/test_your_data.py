@@ -86,6 +86,28 @@ def _traces(path: Path) -> Path:
     return path
 
 
+N_PAIRS = 30  # pairs in the ranking fixture
+
+
+def _pairs(path: Path) -> Path:
+    """30 cases, each one pair of three models (round robin), judged by the physicians and by an LLM judge;
+    'winner' names the better model or says tie; the judge's verdict on case p03 failed ('error')."""
+    rng = np.random.default_rng(13)
+    strength = {"gpt-a": 0.8, "llama-b": 0.0, "mistral-c": -0.8}
+    names = list(strength)
+    rows = []
+    for i in range(N_PAIRS):
+        a, b = names[i % 3], names[(i + 1) % 3]
+        for rater in ("physicians", "llm"):
+            p = 1 / (1 + np.exp(-(strength[a] - strength[b])))
+            w = "tie" if rng.random() < 0.1 else (a if rng.random() < p else b)
+            if i == 3 and rater == "llm":
+                w = "error"
+            rows.append({"case_id": f"p{i:02d}", "m1": a, "m2": b, "rater": rater, "winner": w})
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
 # --------------------------------------------------------------------------- the loaders behind the notebooks
 def test_user_judgments_renames_maps_and_counts_failures(tmp_path):
     from medeval_kit import bias
@@ -279,6 +301,107 @@ def test_rounds_notebook_on_your_traces(tmp_path, replay):
     assert (figures / "mine_round_means.png").exists() and not list(tables.glob("model_*"))
 
 
+@pytest.mark.slow
+def test_rankings_notebook_on_your_pairs(tmp_path, replay):
+    pairs = _pairs(tmp_path / "pairs.csv")
+    tables, figures = _execute("rankings.ipynb", tmp_path / "out", pairs_path=str(pairs), item="case_id",
+                               model_a="m1", model_b="m2", verdict="winner", judge="rater", failed="error",
+                               reference="physicians", data_name="my_pairs", n_boot=20, n_orders=2)
+    r = _csv(tables, "my_pairs_ratings")
+    assert set(r["judge"]) == {"physicians", "llm"} and set(r["model"]) == {"gpt-a", "llama-b", "mistral-c"}
+    per_judge = r.groupby("judge")[["n_items", "n_failed"]].max()
+    assert per_judge.loc["physicians"].tolist() == [N_PAIRS, 0]
+    assert per_judge.loc["llm"].tolist() == [N_PAIRS - 1, 1]  # the one 'error' is a failed verdict, not a tie
+    ag = _csv(tables, "my_pairs_rank_agreement")
+    assert set(ag["judge"]) == {"llm"} and set(ag["reference"]) == {"physicians"}
+    assert (figures / "my_pairs_ratings.png").exists() and (figures / "my_pairs_rank_agreement.png").exists()
+    assert not list(tables.glob("demo_*"))
+    assert (tables / "pandalm_rank_agreement.csv").exists()  # the bundled reproduction still follows
+
+
+@pytest.mark.slow
+def test_position_calibration_notebook_on_your_judgments(tmp_path, replay):
+    calls, humans = _calls(tmp_path / "calls.csv"), _human_labels(tmp_path / "humans.csv")
+    tables, figures = _execute("position_calibration.ipynb", tmp_path / "out", judgments_path=str(calls),
+                               item="case_id", judge="model", order="presentation", verdict="winner", failed="error",
+                               annotations_path=str(humans), rater="annotator", label="grade", data_name="my_judge",
+                               n_boot=20)
+    queue = _csv(tables, "my_judge_review_queue")
+    assert len(queue) == N_CASES and list(queue.loc[0, ["item", "reason"]]) == ["q03", "judge failed"]
+    # the one-call agreement, recomputed from the files: per item with both orders parsed and a human
+    # plurality label, the mean over the two orders of (winner == label)
+    d, h = pd.read_csv(calls), pd.read_csv(humans)
+    counts = h.groupby(["case_id", "grade"]).size().unstack(fill_value=0)
+    top = counts.max(axis=1)
+    plural = counts.idxmax(axis=1)[(counts == top.to_numpy()[:, None]).sum(axis=1) == 1]
+    ok = d[d["winner"] != "error"].groupby("case_id").filter(lambda g: len(g) == 2)
+    ok = ok[ok["case_id"].isin(plural.index)]
+    expected = (ok["winner"] == ok["case_id"].map(plural)).groupby(ok["case_id"]).mean().mean()
+    eff = _csv(tables, "my_judge_calibration_effect").set_index(["metric", "method", "comparison"])
+    assert eff.loc[("accuracy", "vanilla", "level"), "estimate"] == pytest.approx(expected, abs=1e-6)
+    assert eff.loc[("accuracy", "vanilla", "level"), "n_items"] == ok["case_id"].nunique()
+    assert eff.loc[("accuracy", "bpc", "level"), "n_failed"] == 1  # q03 lost its BA call
+    assert (figures / "my_judge_budget_curve.png").exists()
+    assert not list(tables.glob("demo_*"))
+    assert (tables / "synthetic_scores_effect.csv").exists()  # the bundled reproduction still follows
+
+
+N_STUDENTS = 40  # examinees in the item-analysis fixture
+
+
+def _answers(path: Path) -> Path:
+    """40 students x 12 questions, letters A-D in column 'answer', keys in 'solution', student ids in 'student',
+    question ids in 'qid'; two answers left empty (missing, not wrong)."""
+    rng = np.random.default_rng(13)
+    ability = rng.normal(size=N_STUDENTS)
+    rows = []
+    for q in range(12):
+        key = "ABCD"[q % 4]
+        for s in range(N_STUDENTS):
+            right = rng.random() < 1 / (1 + np.exp(-(ability[s] - (q - 6) / 4)))
+            rows.append({"qid": f"Q{q:02d}", "student": f"s{s:02d}", "solution": key,
+                         "answer": key if right else str(rng.choice([x for x in "ABCD" if x != key]))})
+    rows[3]["answer"] = ""
+    rows[50]["answer"] = ""
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.slow
+def test_item_analysis_notebook_on_your_answers(tmp_path, replay):
+    answers = _answers(tmp_path / "answers.csv")
+    tables, figures = _execute("item_analysis.ipynb", tmp_path / "out", responses_path=str(answers), item="qid",
+                               examinee="student", choice="answer", key="solution", data_name="my_exam", n_boot=20)
+    stats = _csv(tables, "my_exam_item_statistics")
+    assert stats["item"].nunique() == 12 and set(stats["statistic"]) == {"difficulty", "point_biserial", "upper_lower"}
+    p = stats[stats["statistic"] == "difficulty"].set_index("item")
+    assert p["n_items"].sum() == 12 * N_STUDENTS - 2 and p["n_failed"].sum() == 2  # missing, counted, not wrong
+    d = pd.read_csv(answers, keep_default_na=False)
+    q0 = d[(d["qid"] == "Q00") & (d["answer"] != "")]
+    assert p.loc["Q00", "estimate"] == pytest.approx((q0["answer"] == q0["solution"]).mean(), abs=1e-6)
+    assert set(_csv(tables, "my_exam_distractors")["option"]) == set("ABCD")
+    assert (figures / "my_exam_difficulty_discrimination.png").exists()
+    assert (tables / "item_counts.csv").exists()  # the bundled analysis still follows
+
+
+@pytest.mark.slow
+def test_aspect_search_notebook_on_your_files(tmp_path, replay):
+    from medeval_kit.datasets.synthetic import synthetic_aspect_scores
+
+    s, p = synthetic_aspect_scores(n_items=25, n_aspects=6, n_planted=2, seed=4, missing=0.05)
+    s = s.rename(columns={"item": "case_id", "system": "model", "score": "points"})
+    s["model"] = s["model"].map({"A": "gpt4", "B": "refined"})
+    s.to_csv(tmp_path / "scores.csv", index=False)
+    p.rename(columns={"item": "case_id", "preference": "winner"}).to_csv(tmp_path / "labels.csv", index=False)
+    tables, figures = _execute("aspect_search.ipynb", tmp_path / "out", scores_path=str(tmp_path / "scores.csv"),
+                               labels_path=str(tmp_path / "labels.csv"), item="case_id", system="model",
+                               score="points", label="winner", system_a="gpt4", system_b="refined",
+                               data_name="mine", replicates=1, max_k=3, n_aspects=8)
+    sel = _csv(tables, "mine_aspect_selection")
+    assert set(sel["objective"]) == {"kappa", "agreement"} and (sel["n_items"] == 25).all()
+    assert (figures / "mine_best_by_size.png").exists() and not list(tables.glob("demo_*"))
+
+
 # --------------------------------------------------------------------------- medeval run -p ...
 YOURS = {  # study -> the parameters that point it at the user's data
     "agreement": {"annotations_path": "x.csv", "item": "case_id", "rater": "annotator", "label": "grade"},
@@ -288,6 +411,12 @@ YOURS = {  # study -> the parameters that point it at the user's data
     "length_and_self_preference": {"judgments_path": "x.csv", "item": "case_id", "verdict": "winner",
                                    "scores_path": "s.csv", "rater": "grader"},
     "rounds": {"rounds_path": "x.csv", "item": "case_id", "round": "iteration", "score": "quality"},
+    "position_calibration": {"judgments_path": "x.csv", "item": "case_id", "verdict": "winner",
+                             "annotations_path": "h.csv", "rater": "annotator", "label": "grade"},
+    "aspect_search": {"scores_path": "x.csv", "labels_path": "h.csv", "item": "case_id", "system": "model",
+                      "score": "points", "label": "winner"},
+    "rankings": {"pairs_path": "x.csv", "item": "case_id", "model_a": "m1", "model_b": "m2", "verdict": "winner",
+                 "judge": "rater"},
 }
 
 
@@ -361,7 +490,7 @@ def test_medeval_run_position_bias_with_your_file(tmp_path, replay, capsys):
 # --------------------------------------------------------------------------- schema_format reaches the client
 SCHEMA_RUNS = {  # notebook -> the smallest run that still makes schema-constrained calls
     "judging.ipynb": {"n_items": 2, "repeats": 1, "n_boot": 0},
-    "generate_mcq.ipynb": {"n_items": 1, "max_rounds": 1, "k_shots": 0},
+    "generate_mcq.ipynb": {"n_items": 1, "max_rounds": 1, "k_shots": 0, "overlap_notes": 2},
     "grounded.ipynb": {"n_chunks": 1, "max_topics": 1, "n_human": 1},
 }
 

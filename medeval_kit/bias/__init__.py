@@ -2,7 +2,9 @@
 adapters from pairwise annotations), ``position`` (two-order consistency, flips and first-slot
 preference; k-slot preference and score effects), ``length`` (length bias and the length-controlled
 win rate), ``self_preference`` (Delta_self / Delta_family over a lineage map) and ``letters`` (the one
-correct-letter balance of multiple-choice items). Inputs are long DataFrames with column names as
+correct-letter balance of multiple-choice items) and ``calibration`` (Wang et al. 2023's MEC, BPC and
+human-in-the-loop calibration: agreement with humans before and after, the review queue by BPDE, the
+review-budget curve). Inputs are long DataFrames with column names as
 keyword arguments; every statistic row follows the result contract (``estimate, ci_low, ci_high,
 ci_method, n_items, n_failed, note``) with ``judge, criterion, metric`` first (``RESULT_COLUMNS``).
 Parse failures (``parse_status != "ok"`` or NA verdicts) are counted in ``n_failed`` and excluded from
@@ -18,9 +20,13 @@ from medeval_kit.bias.letters import LETTERS, letter_balance
 from medeval_kit.bias.position import (agreement_on_consistent, flip_rate_from_labels, position_bias,
                                        position_bias_wide, slot_preference, slot_score_effect)
 from medeval_kit.bias.self_preference import load_lineage, self_preference, simulate_self_preference
+from medeval_kit.bias import calibration
+from medeval_kit.bias.calibration import (budget_curve, calibrate, calibration_effect, review_queue,
+                                          synthetic_scored_pairwise)
 
 __all__ = [
     "RESULT_COLUMNS",
+    "calibration", "calibrate", "calibration_effect", "review_queue", "budget_curve", "synthetic_scored_pairwise",
     "read_judgments",
     "user_judgments",
     "check_pairwise",

@@ -19,6 +19,8 @@ COMMAND_MODULES = (
     "medeval_kit.cli.imports",
     "medeval_kit.cli.cache",
     "medeval_kit.cli.rounds",
+    "medeval_kit.cli.rank",
+    "medeval_kit.cli.items",
     "medeval_kit.cli.report",
     "medeval_kit.cli.bench",
 )

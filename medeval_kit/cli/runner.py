@@ -426,6 +426,15 @@ def _prepare(runs: list[Run], by_id: Mapping[str, Run], overrides: dict[str, Any
     return prepared, refs
 
 
+def share_cores(jobs: int) -> str:
+    """Set ``MEDEVAL_LOCAL_THREADS`` to cores / ``jobs`` unless the user set it; return its value.
+
+    Parallel runs share the cores: each embedded llama.cpp model gets its share (its threads spin while
+    they wait, so oversubscribed cores slow every run several-fold).
+    """
+    return os.environ.setdefault("MEDEVAL_LOCAL_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, jobs))))
+
+
 def run_studies(
     selected: Sequence[str] = (),
     *,
@@ -453,6 +462,7 @@ def run_studies(
 
     results: dict[str, RunResult] = {}
     pending = {r.id: r for r in runs}
+    share_cores(jobs)
     bar = tqdm(total=len(runs), desc="studies", unit="run", disable=not progress, file=sys.stderr)
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         active = {}

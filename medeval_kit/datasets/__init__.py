@@ -13,7 +13,7 @@ from __future__ import annotations
 from medeval_kit.datasets._io import data_dir, read_json, read_jsonl, read_table
 from medeval_kit.datasets.bundle import Bundle
 from medeval_kit.datasets.grounded import load_grounded_synth, load_mmlu_pro_replication
-from medeval_kit.datasets.medqg import load_medqg_questions, load_medqg_table19
+from medeval_kit.datasets.medqg import load_medqg_questions, load_medqg_table19, load_srefine_inputs
 from medeval_kit.datasets.medqg_rounds import load_medqg_rounds
 from medeval_kit.datasets.pandalm import load_pandalm
 
@@ -27,6 +27,7 @@ __all__ = [
     "load_medqg_questions",
     "load_medqg_rounds",
     "load_medqg_table19",
+    "load_srefine_inputs",
     "load_mmlu_pro_replication",
     "load_pandalm",
     "read_json",

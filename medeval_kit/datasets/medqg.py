@@ -11,7 +11,7 @@ from medeval_kit.datasets._io import data_dir
 from medeval_kit.datasets.bundle import Bundle
 from medeval_kit.errors import DataFileError, SchemaError
 
-__all__ = ["load_medqg_table19", "load_medqg_questions", "TABLE19_CODES"]
+__all__ = ["load_medqg_table19", "load_medqg_questions", "load_srefine_inputs", "TABLE19_CODES"]
 
 TABLE19_CODES = {0: "tie", 1: "gpt4_baseline", 2: "mcqg_srefine", -1: "inconsistent"}
 """Table 19 codes: 1 prefers the GPT-4 baseline, 2 prefers MCQG-SRefine, 0 tie,
@@ -96,3 +96,39 @@ def load_medqg_questions(which: str = "both", root: str | Path | None = None) ->
         }))
     items = pd.concat(frames, ignore_index=True)
     return Bundle(name="medqg_questions", items=items, source=str(base))
+
+
+def load_srefine_inputs(which: str = "1-35", n: int | None = None, *, seed: int = 0,
+                        root=None) -> pd.DataFrame:
+    """Return the bundled human (clinical note, topic, keypoint) triplets as a DataFrame.
+
+    ``which`` is ``"1-35"`` (JSON lines), ``"36-47"`` (one JSON array) or ``"both"``. Columns:
+    item (``srefine-<which>-<row>``), case (one id per distinct note), clinical_note, topic,
+    keypoint. ``n`` keeps the first ``n`` rows after a seeded shuffle that keeps one triplet per
+    note first (so a small ``n`` covers different cases). The order does not depend on ``n``, so the
+    rows of a smaller ``n`` are the first rows of a larger one (nested draws reuse cached calls).
+    """
+    from medeval_kit.datasets._io import read_json, read_jsonl
+    from medeval_kit.stats import nested_order
+
+    base = data_dir() / "medqg" / "inputs" if root is None else Path(root)
+    frames = []
+    for part in (["1-35", "36-47"] if which == "both" else [which]):
+        p = base / f"human_cn_t_kp_{part}.jsonl"
+        recs = read_jsonl(p) if part == "1-35" else read_json(p)
+        if not isinstance(recs, list):
+            raise DataFileError(f"{p}: expected a list of records")
+        df = pd.DataFrame(recs)
+        missing = {"clinical_note", "topic", "keypoint"} - set(df.columns)
+        if missing:
+            raise DataFileError(f"{p}: missing field(s) {sorted(missing)}")
+        df.insert(0, "item", [f"srefine-{part}-{i}" for i in range(len(df))])
+        frames.append(df)
+    df = pd.concat(frames, ignore_index=True)
+    df.insert(1, "case", pd.factorize(df["clinical_note"])[0].astype(str))
+    df["case"] = "case-" + df["case"]
+    if n is not None:
+        df = df.iloc[nested_order(len(df), seed)]  # one order for every n: smaller draws nest in larger ones
+        df["_dup"] = df.groupby("case").cumcount()
+        df = df.sort_values("_dup", kind="stable").drop(columns="_dup").head(int(n)).reset_index(drop=True)
+    return df

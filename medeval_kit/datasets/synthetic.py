@@ -4,6 +4,8 @@
 * :func:`synthetic_panel` plants a human panel (dense or sparse) and judges with known noise.
 * :func:`synthetic_pairwise` plants a first-slot (position) preference.
 * :func:`synthetic_rounds` plants a per-round improvement and, optionally, a score-driven drop-out.
+* :func:`synthetic_aspect_scores` plants a few rubric aspects that carry a human A/B/tie preference
+  among many noise aspects (or none: the null), for aspect-selection optimism.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-__all__ = ["synthetic_annotations", "synthetic_panel", "synthetic_pairwise", "synthetic_rounds"]
+__all__ = ["synthetic_annotations", "synthetic_panel", "synthetic_pairwise", "synthetic_rounds",
+           "synthetic_aspect_scores"]
 
 COMPONENTS = ("context", "question", "answer", "distractors", "reasoning")
 
@@ -206,3 +209,62 @@ def synthetic_rounds(
                     "score": float(s), "max_score": 1.0, "stop": r == len(kept), "best": r - 1 == best,
                 })
     return pd.DataFrame(rows)
+
+
+def synthetic_aspect_scores(
+    n_items: int = 40,
+    n_aspects: int = 30,
+    n_planted: int = 3,
+    signal: float = 1.5,
+    noise: float = 0.8,
+    prevalence: Sequence[float] = (0.45, 0.40, 0.15),
+    label_noise: float = 0.0,
+    missing: float = 0.0,
+    seed: int = 0,
+    population_seed: int | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return (scores, preferences): 1-5 rubric scores of two systems A and B on ``n_aspects`` aspects,
+    and a human A/B/tie preference per item that only ``n_planted`` aspects carry.
+
+    Each item has a true preference (A, B, tie with ``prevalence``) and a quality q ~ N(3.4, 0.6);
+    each aspect an offset m ~ N(0, 0.4). A system's latent score on an aspect is q + m + e,
+    e ~ N(0, ``noise``), plus ``signal``/2 for the preferred system and minus it for the other on a
+    planted aspect (nothing on a tie); scores are rounded and clipped to 1-5. Noise aspects carry no
+    information about the preference, so ``n_planted=0`` (or ``signal=0``) is the null. The human
+    label is the true preference, replaced by a random draw from ``prevalence`` with probability
+    ``label_noise``; ``missing`` blanks that share of scores (NaN) at random. ``scores`` is long
+    (``item, system, aspect, score, planted``), ``preferences`` has ``item, preference, truth``.
+    """
+    p = np.asarray(prevalence, float)
+    if len(p) != 3 or not np.isclose(p.sum(), 1):
+        raise ValueError("prevalence must be three probabilities (A, B, tie) summing to 1")
+    if not 0 <= n_planted <= n_aspects:
+        raise ValueError(f"n_planted must be in [0, n_aspects]; got {n_planted}")
+    pop = np.random.default_rng(seed if population_seed is None else population_seed)
+    planted = np.zeros(n_aspects, dtype=bool)
+    planted[pop.choice(n_aspects, size=n_planted, replace=False)] = True
+    m = pop.normal(0.0, 0.4, n_aspects)[None, :]
+    rng = np.random.default_rng([seed, 1])
+    labels = np.array(["A", "B", "tie"], dtype=object)
+    truth = rng.choice(3, size=n_items, p=p)
+    sign = np.select([truth == 0, truth == 1], [1.0, -1.0], 0.0)
+    q = rng.normal(3.4, 0.6, n_items)[:, None]
+    shift = signal / 2 * sign[:, None] * planted[None, :]
+    za = q + m + shift + rng.normal(0, noise, (n_items, n_aspects))
+    zb = q + m - shift + rng.normal(0, noise, (n_items, n_aspects))
+    scores = np.stack([np.clip(np.rint(za), 1, 5), np.clip(np.rint(zb), 1, 5)])  # system x item x aspect
+    if missing > 0:
+        scores[rng.random(scores.shape) < missing] = np.nan
+    human = np.where(rng.random(n_items) < label_noise, rng.choice(3, size=n_items, p=p), truth)
+    iw, aw = len(str(n_items - 1)), len(str(n_aspects))
+    items = np.array([f"i{j:0{iw}d}" for j in range(n_items)], dtype=object)
+    aspects = np.array([f"aspect{j + 1:0{aw}d}" for j in range(n_aspects)], dtype=object)
+    long = pd.DataFrame({
+        "item": np.tile(np.repeat(items, n_aspects), 2),
+        "system": np.repeat(["A", "B"], n_items * n_aspects),
+        "aspect": np.tile(aspects, 2 * n_items),
+        "score": scores.reshape(-1),
+        "planted": np.tile(planted, 2 * n_items),
+    })
+    prefs = pd.DataFrame({"item": items, "preference": labels[human], "truth": labels[truth]})
+    return long, prefs

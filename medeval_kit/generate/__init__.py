@@ -32,7 +32,12 @@ from medeval_kit.generate.longform import (
 )
 from medeval_kit.generate.mcqg import (
     SRefineResult, build_fewshot_bank, critique_schema, format_mcq, load_srefine_inputs,
-    round_summary, run_srefine,
+    judge_srefine, round_summary, run_srefine, srefine_pairs, srefine_preferences, stop_rule_comparison,
+)
+from medeval_kit.generate.topics import (
+    StageZeroResult, build_outline_retriever, bundled_machine_topics, human_topics, load_content_outline,
+    load_topic_checklist, machine_triplets, match_topic, normalise_text, select_topics, topic_overlap, topics_schema,
+    write_test_points,
 )
 
 __all__ = [
@@ -46,5 +51,8 @@ __all__ = [
     "DIFFICULTY_LEVELS", "cochran_sample_size", "count_sentences", "dedup_dbscan", "generate_longform_answers",
     "label_difficulty", "stratified_batches",
     "SRefineResult", "build_fewshot_bank", "critique_schema", "format_mcq", "load_srefine_inputs",
-    "round_summary", "run_srefine",
+    "judge_srefine", "round_summary", "run_srefine", "srefine_pairs", "srefine_preferences", "stop_rule_comparison",
+    "StageZeroResult", "build_outline_retriever", "bundled_machine_topics", "human_topics", "load_content_outline",
+    "load_topic_checklist", "machine_triplets", "match_topic", "normalise_text", "select_topics", "topic_overlap",
+    "topics_schema", "write_test_points",
 ]

@@ -21,7 +21,7 @@ that cannot be parsed gives NaN scores and ``parse_status="failed"``, never a dr
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,10 +32,15 @@ from medeval_kit import rounds
 from medeval_kit.generate._common import (
     GenerationError, derived_seed, dumps, resolve_client, run_prompt, shuffle_options, truncate,
 )
-from medeval_kit.stats import nested_order
+from medeval_kit.results import result_frame, result_row
+from medeval_kit.datasets.medqg import load_srefine_inputs
 
 __all__ = [
     "round_summary",
+    "srefine_pairs",
+    "srefine_preferences",
+    "stop_rule_comparison",
+    "judge_srefine",
     "SRefineResult",
     "run_srefine",
     "load_srefine_inputs",
@@ -57,41 +62,6 @@ PROMPTS = {
     "critique": "generate/mcq_critique",
     "correct": "generate/mcq_correct",
 }
-
-
-def load_srefine_inputs(which: str = "1-35", n: int | None = None, *, seed: int = 0,
-                        root=None) -> pd.DataFrame:
-    """Return the bundled human (clinical note, topic, keypoint) triplets as a DataFrame.
-
-    ``which`` is ``"1-35"`` (JSON lines), ``"36-47"`` (one JSON array) or ``"both"``. Columns:
-    item (``srefine-<which>-<row>``), case (one id per distinct note), clinical_note, topic,
-    keypoint. ``n`` keeps the first ``n`` rows after a seeded shuffle that keeps one triplet per
-    note first (so a small ``n`` covers different cases). The order does not depend on ``n``, so the
-    rows of a smaller ``n`` are the first rows of a larger one (nested draws reuse cached calls).
-    """
-    from medeval_kit.datasets import data_dir, read_json, read_jsonl
-
-    base = data_dir() / "medqg" / "inputs" if root is None else root
-    frames = []
-    for part in (["1-35", "36-47"] if which == "both" else [which]):
-        p = base / f"human_cn_t_kp_{part}.jsonl"
-        recs = read_jsonl(p) if part == "1-35" else read_json(p)
-        if not isinstance(recs, list):
-            raise GenerationError(f"{p}: expected a list of records")
-        df = pd.DataFrame(recs)
-        missing = {"clinical_note", "topic", "keypoint"} - set(df.columns)
-        if missing:
-            raise GenerationError(f"{p}: missing field(s) {sorted(missing)}")
-        df.insert(0, "item", [f"srefine-{part}-{i}" for i in range(len(df))])
-        frames.append(df)
-    df = pd.concat(frames, ignore_index=True)
-    df.insert(1, "case", pd.factorize(df["clinical_note"])[0].astype(str))
-    df["case"] = "case-" + df["case"]
-    if n is not None:
-        df = df.iloc[nested_order(len(df), seed)]  # one order for every n: smaller draws nest in larger ones
-        df["_dup"] = df.groupby("case").cumcount()
-        df = df.sort_values("_dup", kind="stable").drop(columns="_dup").head(int(n)).reset_index(drop=True)
-    return df
 
 
 def build_fewshot_bank(*, method: str = "bm25"):
@@ -171,6 +141,7 @@ class SRefineResult:
     generations: pd.DataFrame
     calls: pd.DataFrame
     params: dict = field(default_factory=dict)
+    stage0: Any = None
 
     def best(self) -> pd.DataFrame:
         """The selected output MCQ of every item (``best`` rows of ``generations``)."""
@@ -189,12 +160,12 @@ class SRefineResult:
             "n_stopped_by_rule": int(g["stop_by_rule"].sum()) if len(g) else 0,
             "stop_rule": self.params.get("stop_rule"), "threshold": self.params.get("threshold"),
             "tie_break": self.params.get("tie_break"), "max_rounds": self.params.get("max_rounds"),
-            "model": self.params.get("model"),
+            "model": self.params.get("model"), "topics": self.params.get("topics"),
         }])
 
     def summary(self) -> str:
         r = self.to_frame().iloc[0]
-        return (f"MCQG-SRefine: {r.n_items} items, {r.n_rounds_run} item-rounds (mean {r.mean_rounds:.2f} rounds), "
+        return (f"MCQG-SRefine ({r.topics} topics): {r.n_items} items, {r.n_rounds_run} item-rounds (mean {r.mean_rounds:.2f} rounds), "
                 f"{r.n_calls} calls ({r.n_cached} cached), {r.n_failed} parse failures, {r.n_missing} missing; "
                 f"stop rule {r.stop_rule!r} (threshold {r.threshold}), {r.n_stopped_by_rule} stopped by rule; "
                 f"best round by total, tie-break {r.tie_break!r}")
@@ -400,7 +371,8 @@ def _generation_row(loop: _Loop, i: str, rnd: int, comp_scores: dict, qa_correct
     total = float(np.mean(comp_vals)) if not np.any(np.isnan(comp_vals)) else np.nan
     prompt = P["context"] if rnd == 1 else P["correct"]
     return {
-        "item": i, "round": rnd, "clinical_note": loop.notes[i], "topic": loop.tps[i][0], "keypoint": loop.tps[i][1],
+        "item": i, "round": rnd, "topics": cfg["source"], "clinical_note": loop.notes[i], "topic": loop.tps[i][0],
+        "keypoint": loop.tps[i][1],
         "context": st["context"], "question": st["question"], "correct_answer": st["correct_answer"],
         "distractors": dumps(st["distractors"]), "options": dumps(st["options"]),
         "answer_letter": st["answer_letter"], "shuffle_order": dumps(st["shuffle_order"]),
@@ -482,7 +454,11 @@ def run_srefine(
     note: str = "clinical_note",
     topic: str = "topic",
     keypoint: str = "keypoint",
-    source: str = "human",
+    topics: str = "human",
+    case: str = "case",
+    max_topics: int = 5,
+    triplets_per_note: int | None = 1,
+    k_concepts: int = 8,
     progress: bool = False,
 ) -> SRefineResult:
     """Run MCQG-SRefine on ``inputs`` (one row per triplet); all items advance stage by stage.
@@ -498,12 +474,33 @@ def run_srefine(
         constrained: JSON schema in the request (grammar with the local model) vs free text
             parsed afterwards (failures counted).
         max_note_chars, max_example_chars: truncation so prompts fit small context windows.
-        source: who wrote the topic/test point (``"human"`` or ``"machine"``), kept per row.
+        topics: where the (topic, test point) pairs come from, recorded per row (``topics`` in
+            ``generations``, ``source`` in ``rounds``): ``"human"`` uses the ``topic`` and ``keypoint``
+            columns of ``inputs``; ``"machine"`` runs Stage 0 (:func:`~medeval_kit.generate.topics.machine_triplets`)
+            on the distinct notes of ``inputs`` (``case`` and ``note`` columns): at most ``max_topics``
+            checklist topics per note, a test point per topic from ``k_concepts`` retrieved outline
+            concepts, and the first ``triplets_per_note`` triplets of each note go through the loop
+            (the Stage 0 tables are in ``result.stage0``).
         correctness_wrong_score: score of the computed reasoning ``correctness`` aspect when the
             self-answer is wrong (default: the aspect's minimum; the public code uses 0).
     """
     from medeval_kit.prompts import Rubric, load_prompt, load_rubric
 
+    if topics not in ("human", "machine"):
+        raise GenerationError(f"topics must be 'human' or 'machine'; not {topics!r}")
+    stage0 = None
+    if topics == "machine":
+        from medeval_kit.generate.topics import machine_triplets
+
+        client = resolve_client(model, client, cache_mode)
+        stage0 = machine_triplets(inputs, model=model, client=client, max_topics=max_topics,
+                                  per_note=triplets_per_note, k_concepts=k_concepts, constrained=constrained,
+                                  seed=seed, temperature=temperature, max_note_chars=max_note_chars, case=case,
+                                  note=note, progress=progress)
+        inputs = stage0.triplets.rename(columns={"clinical_note": note})
+        item, topic, keypoint = "item", "topic", "keypoint"
+        if inputs.empty:
+            raise GenerationError(f"Stage 0 produced no usable (topic, test point) pair: {stage0.summary()}")
     _check_inputs(inputs, (item, note, topic, keypoint), stop_rule, max_rounds)
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     if retriever is None and k_shots > 0:
@@ -517,7 +514,7 @@ def run_srefine(
                      constrained=constrained, progress=progress),
         settings=dict(model=model, seed=seed, k_shots=k_shots, max_note_chars=max_note_chars,
                       max_example_chars=max_example_chars, stop_rule=stop_rule, threshold=threshold,
-                      max_rounds=int(max_rounds), source=source, correctness_wrong_score=correctness_wrong_score),
+                      max_rounds=int(max_rounds), source=topics, correctness_wrong_score=correctness_wrong_score),
         notes={i: str(n) for i, n in zip(ids, rows[note])},
         tps={i: (str(t), str(k)) for i, t, k in zip(ids, rows[topic], rows[keypoint])})
 
@@ -534,8 +531,13 @@ def run_srefine(
     params = dict(model=model, stop_rule=stop_rule, threshold=float(threshold), tie_break=tie_break,
                   max_rounds=int(max_rounds), k_shots=int(k_shots), seed=int(seed), temperature=temperature,
                   constrained=constrained, rubric=rub.name, rubric_version=rub.version,
-                  retriever=getattr(retriever, "method", None))
-    return SRefineResult(rounds=rounds_df, generations=gens, calls=pd.DataFrame(loop.calls), params=params)
+                  retriever=getattr(retriever, "method", None), topics=topics)
+    calls = pd.DataFrame(loop.calls)
+    if stage0 is not None:
+        s0 = stage0.calls.rename(columns={"case": "item"}).assign(round=0)
+        calls = pd.concat([s0[[c for c in s0.columns if c in calls.columns or c in ("item", "round", "stage")]], calls],
+                          ignore_index=True)
+    return SRefineResult(rounds=rounds_df, generations=gens, calls=calls, params=params, stage0=stage0)
 
 
 def round_summary(result: SRefineResult) -> pd.DataFrame:
@@ -555,3 +557,99 @@ def round_summary(result: SRefineResult) -> pd.DataFrame:
                    population="available (survivors)")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def srefine_pairs(result: SRefineResult, *, a_round: int = 1) -> pd.DataFrame:
+    """INIT vs output pairs for a pairwise judge: one row per item (item, topics, question, answer_a,
+    answer_b, model_a, model_b, round_b, status).
+
+    ``answer_a`` is the MCQ of round ``a_round`` (the GPT-4-style INIT baseline of the paper),
+    ``answer_b`` the item's best round (the MCQG-SRefine output). ``status`` is ``pair``, or
+    ``best_is_round_<a>`` (nothing to compare: the output is the baseline) or ``no_best`` (no scored
+    round); only ``pair`` rows go to the judge, the others stay so that they are counted.
+    """
+    g = result.generations
+    rows = []
+    for i, d in g.groupby("item", sort=False):
+        a = d[d["round"] == a_round]
+        b = d[d["best"]]
+        status = ("no_best" if b.empty or a.empty else f"best_is_round_{a_round}"
+                  if int(b["round"].iloc[0]) == a_round else "pair")
+        rows.append({
+            "item": i, "topics": d["topics"].iloc[0] if "topics" in d else "human",
+            "question": (f"Write a USMLE-style multiple-choice question about this case. Topic: {d['topic'].iloc[0]}. "
+                         f"Test point: {d['keypoint'].iloc[0]}. Case: {truncate(d['clinical_note'].iloc[0], 600)}"),
+            "answer_a": a["text"].iloc[0] if len(a) else None, "answer_b": b["text"].iloc[0] if len(b) else None,
+            "model_a": f"round_{a_round}", "model_b": "best_round",
+            "round_b": int(b["round"].iloc[0]) if len(b) else np.nan, "status": status})
+    return pd.DataFrame(rows)
+
+
+def srefine_preferences(pairs: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
+    """The judge's preference per item (``A`` = baseline round, ``B`` = best round, ``tie``) from
+    :func:`medeval_kit.pairwise.resolve_orders` output; items without one keep a row with
+    ``preference`` NA and the reason in ``status`` (``best_is_round_1``, ``inconsistent``, ``failed``...)."""
+    r = resolved.drop_duplicates("item").set_index("item")
+    out = pairs[["item", "topics", "round_b", "status"]].copy()
+    verdict = out["item"].map(r["verdict"]) if "verdict" in r else pd.Series(np.nan, index=out.index)
+    resolution = out["item"].map(r["resolution"]) if "resolution" in r else pd.Series(np.nan, index=out.index)
+    out["preference"] = verdict.where(out["status"] == "pair")
+    judged = out["status"] == "pair"
+    out.loc[judged, "status"] = np.where(out.loc[judged, "preference"].notna(), "ok",
+                                         resolution[judged].map({"dropped": "inconsistent"}).fillna("failed"))
+    out["resolution"] = resolution
+    return out[["item", "topics", "round_b", "preference", "status", "resolution"]]
+
+
+def stop_rule_comparison(results: Mapping[tuple[str, str], SRefineResult]) -> pd.DataFrame:
+    """Per (topics, stop rule) run: share of items that used every allowed round (Figure 7: 78.9% /
+    80.4% under the released code's rule), share stopped by the rule, mean rounds run and share whose
+    best round is round 1 (Figure 6), each with n and a CI (Wilson for shares, t for the mean)."""
+    from medeval_kit.stats import mean_interval, wilson_interval
+
+    rows = []
+    for (topics, rule), res in results.items():
+        g = res.generations
+        per = g.groupby("item").agg(n_rounds=("round", "max"), by_rule=("stop_by_rule", "any"))
+        best = g[g["best"]].set_index("item")["round"].reindex(per.index)
+        n, mx = len(per), int(res.params.get("max_rounds", per["n_rounds"].max()))
+        base = dict(topics=topics, stop_rule=rule, max_rounds=mx)
+        for measure, k in (("share_all_rounds", int((per["n_rounds"] == mx).sum())),
+                           ("share_stopped_by_rule", int(per["by_rule"].sum())),
+                           ("share_best_round_1", int((best == 1).sum()))):
+            rows.append(result_row(k / n if n else np.nan, wilson_interval(k, n), "wilson", n_items=n,
+                                   n_failed=int(best.isna().sum()) if measure == "share_best_round_1" else 0,
+                                   measure=measure, **base))
+        lo, hi, method, note = mean_interval(per["n_rounds"].to_numpy(float))
+        rows.append(result_row(float(per["n_rounds"].mean()), (lo, hi), method, n_items=n, note=note,
+                               measure="mean_rounds", **base))
+    return result_frame(rows, keys=["topics", "stop_rule", "measure", "max_rounds"])
+
+
+def judge_srefine(pairs: pd.DataFrame, *, judge: str = "local/smollm2-135m", client=None, cache_mode: str = "use",
+                  mec_samples: int = 3, seed: int = 0, constrained: bool = True,
+                  progress: bool = False) -> dict[str, pd.DataFrame]:
+    """Judge :func:`srefine_pairs` twice: the paper's way (one call per order, position-inconsistent pairs
+    dropped) and calibrated (MEC+BPC, Wang et al. 2023: evidence first, ``mec_samples`` scored samples
+    per order, margins averaged). Returns ``vanilla`` and ``calibrated`` (resolved, one row per judged
+    pair), ``preferences`` (:func:`srefine_preferences` of the calibrated judge: every item, with its
+    status) and ``win_rate`` (round 1's win rate under each policy, ties half). With no comparable pair
+    nothing is called and the tables are empty (the preferences still list every item)."""
+    from medeval_kit.judge import judge_pairwise, judge_pairwise_mec
+    from medeval_kit.pairwise import resolve_calibrated, resolve_orders, win_rate
+
+    to_judge = pairs[pairs["status"] == "pair"]
+    if to_judge.empty:
+        none = pd.DataFrame(columns=["item", "verdict", "resolution"])
+        return {"vanilla": none, "calibrated": none, "preferences": srefine_preferences(pairs, none),
+                "win_rate": pd.DataFrame(columns=["policy", "estimate", "ci_low", "ci_high", "n_items",
+                                                  "n_dropped", "n_failed"])}
+    client = resolve_client(judge, client, cache_mode)
+    kw = dict(judge=judge, client=client, seed=seed, constrained=constrained, progress=progress)
+    vanilla = resolve_orders(judge_pairwise(to_judge, rubric="overall", **kw), "drop")
+    calibrated = resolve_calibrated(judge_pairwise_mec(to_judge, repeats=mec_samples, **kw), "mec_bpc")
+    wins = pd.concat([win_rate(vanilla, ties="half").assign(policy="one call per order, inconsistent dropped"),
+                      win_rate(calibrated, ties="half").assign(policy=f"MEC+BPC, k={mec_samples}, evidence first")],
+                     ignore_index=True)
+    return {"vanilla": vanilla, "calibrated": calibrated, "preferences": srefine_preferences(pairs, calibrated),
+            "win_rate": wins}

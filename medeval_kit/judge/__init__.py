@@ -9,17 +9,21 @@ protocol: ``pairwise`` (two responses in both orders, verdicts un-swapped to mod
 ``rubric`` (pointwise aspects), ``multi_answer`` and ``multi_response`` (k texts in one seeded,
 recorded shuffle), ``reference`` (graded against a reference answer). ``summary`` reads a table:
 parse failures (counted, never turned into ties), scores, order effects, agreement with human labels;
-``aspects`` selects rubric aspects against a human preference (MCQG-SRefine Table 2).
+``aspects`` selects rubric aspects against a human preference (MCQG-SRefine Table 2); ``aspect_search`` runs
+the search at the paper's scale (compiled, ``_kernels``) and measures its optimism on planted/null synthetic data.
 """
 
 from medeval_kit.schemas import PROTOCOLS
 
 from . import protocols  # noqa: F401  (registers every protocol)
-from .aspects import AspectSelection, aspect_differences, select_aspects
+from .aspects import AspectSelection, aspect_differences, select_aspects, select_aspects_all
+from .aspect_search import (feasible_max_k, human_preferences, optimism_summary, read_aspect_scores,
+                            round_differences, score_differences, search_optimism, selection_table)
 from .engine import JUDGMENT_COLUMNS, JudgeError, shuffle_seed
 from .protocols.multi_answer import judge_multi_answer
 from .protocols.multi_response import judge_multi_response
 from .protocols.pairwise import judge_pairwise, pairs_from_bundle
+from .protocols.pairwise_calibrated import judge_pairwise_mec
 from .protocols.reference import judge_reference
 from .protocols.rubric import judge_rubric
 from .registry import (Protocol, check_protocol, default_templates, protocol, protocol_of, run_protocol,
@@ -39,6 +43,7 @@ __all__ = [
     "protocol_of",
     "default_templates",
     "judge_pairwise",
+    "judge_pairwise_mec",
     "judge_rubric",
     "judge_multi_answer",
     "judge_reference",
@@ -53,6 +58,15 @@ __all__ = [
     "shuffle_seed",
     "aspect_differences",
     "select_aspects",
+    "select_aspects_all",
+    "score_differences",
+    "read_aspect_scores",
+    "human_preferences",
+    "round_differences",
+    "search_optimism",
+    "optimism_summary",
+    "selection_table",
+    "feasible_max_k",
     "AspectSelection",
     "order_effects",
     "human_agreement",

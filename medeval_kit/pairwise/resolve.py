@@ -24,6 +24,22 @@ Parse failures (``parse_status != "ok"`` or an NA verdict) are counted (``n_fail
 turned into ties: a pair whose order is missing or unparsed gets ``resolution="failed"`` and
 verdict NA.
 
+Calibrated policies (Wang et al. 2023, "Large Language Models are not Fair Evaluators", arXiv
+2305.17926), :func:`resolve_calibrated`, average the margin of A instead of voting; the margin of one
+call is ``score_a - score_b`` when the table has scores (the ``pairwise_mec`` protocol), else its vote
+(A = +1, B = -1, tie/neither = 0):
+
+* ``"mec"``      Multiple Evidence Calibration: the mean margin over the k repeats of ONE order
+                 (``mec_order``, default AB);
+* ``"bpc"``      Balanced Position Calibration: the first repeat of each order, the two orders averaged
+                 with equal weight;
+* ``"mec_bpc"``  both: every repeat of both orders, each order's mean weighted equally.
+
+Each row also carries the balanced position diversity entropy (BPDE, column ``entropy``) of the calls
+used: the entropy of the A-win / tie / B-win shares, each order's share weighted equally - the
+uncertainty by which :mod:`medeval_kit.bias.calibration` ranks items for human review.
+:func:`resolve_pairwise` accepts every policy of :data:`POLICIES` and :data:`CALIBRATED_POLICIES`.
+
 Polarity. For criteria phrased negatively (harmfulness, bias) *choosing* a response means it is
 WORSE. Pass ``reversed_criteria={"harmfulness", "bias"}`` or a ``polarity`` column (+1 / -1);
 :func:`win_rate` then counts A as the winner when B was chosen.
@@ -40,9 +56,15 @@ from medeval_kit.errors import SchemaError
 
 from .slots import MODEL_LABELS, ORDERS, neutral_label, polarity_series
 
-__all__ = ["POLICIES", "majority_over_repeats", "resolve_orders", "merge_judges", "resolve_pairwise"]
+__all__ = ["POLICIES", "CALIBRATED_POLICIES", "MARGIN_SOURCES", "majority_over_repeats", "resolve_orders",
+           "merge_judges", "resolve_pairwise", "mean_over_repeats", "resolve_calibrated", "position_entropy"]
 
 POLICIES = ("drop", "tie", "neither", "neutral")
+CALIBRATED_POLICIES = ("mec", "bpc", "mec_bpc")
+"""Score-averaging policies of Wang et al. 2023: MEC (k samples, one order), BPC (both orders), both."""
+MARGIN_SOURCES = ("auto", "scores", "verdicts")
+"""Where a call's margin of A comes from: ``score_a - score_b``, the vote, or scores when present (auto)."""
+_VOTE = {"A": 1.0, "B": -1.0, "tie": 0.0, "neither": 0.0}
 
 
 def _ok_mask(df: pd.DataFrame, verdict: str, parse_status: str | None) -> pd.Series:
@@ -266,12 +288,210 @@ def resolve_pairwise(
     """Majority over repeats, then :func:`resolve_orders`, then optionally :func:`merge_judges`.
 
     The Longform-MedQA pipeline is ``resolve_pairwise(df, "neutral", merge=("gpt-4o", "claude"),
-    reversed_criteria={"harmfulness", "bias"})``.
+    reversed_criteria={"harmfulness", "bias"})``. A policy of :data:`CALIBRATED_POLICIES` goes to
+    :func:`resolve_calibrated` instead of :func:`resolve_orders` (merging then defaults to ``neutral``).
     """
-    res = resolve_orders(df, policy, **columns)
+    if policy in CALIBRATED_POLICIES:
+        res = resolve_calibrated(df, policy, **columns)
+    else:
+        res = resolve_orders(df, policy, **columns)
     if merge is None:
         return res
     keep = {k: v for k, v in columns.items() if k in ("item", "judge", "criterion", "verdict", "reversed_criteria")}
-    return merge_judges(res, merge, merge_policy or policy, **keep)
+    return merge_judges(res, merge, merge_policy or (policy if policy in POLICIES else "neutral"), **keep)
 
 
+# --------------------------------------------------------------------------- calibrated (score-averaging) policies
+def _margin_source(df: pd.DataFrame, margin: str, score_a: str, score_b: str) -> str:
+    """``scores`` or ``verdicts``: where the per-call margin of A comes from."""
+    if margin not in MARGIN_SOURCES:
+        raise ValueError(f"margin must be one of {MARGIN_SOURCES}; got {margin!r}")
+    has = score_a in df.columns and score_b in df.columns
+    if margin == "scores" and not has:
+        raise SchemaError("judgments", score_a if score_a not in df.columns else score_b, [],
+                          f"margin='scores' needs the score columns {score_a!r} and {score_b!r} (model terms: the "
+                          f"scores of response A and B); present: {list(df.columns)}")
+    if margin == "auto":
+        has = has and bool((pd.to_numeric(df[score_a], errors="coerce").notna()
+                            & pd.to_numeric(df[score_b], errors="coerce").notna()).any())
+        return "scores" if has else "verdicts"
+    return margin
+
+
+def _call_margins(df: pd.DataFrame, source: str, verdict: str, score_a: str, score_b: str,
+                  parse_status: str | None) -> tuple[pd.Series, pd.Series]:
+    """(margin of A per call, parsed mask): NA margins count as failed calls."""
+    if source == "scores":
+        m = pd.to_numeric(df[score_a], errors="coerce") - pd.to_numeric(df[score_b], errors="coerce")
+    else:
+        m = df[verdict].map(_VOTE).astype(float)
+    ok = m.notna()
+    if parse_status and parse_status in df.columns:
+        ok &= df[parse_status].eq("ok")
+    return m.where(ok), ok
+
+
+def position_entropy(p_a, p_b, p_tie) -> np.ndarray:
+    """The entropy (natural log, nats) of the A-win / tie / B-win shares; 0 log 0 = 0, max ln 3.
+
+    >>> float(position_entropy(0.5, 0.5, 0.0)) == float(np.log(2))
+    True
+    """
+    p = np.stack([np.asarray(p_a, float), np.asarray(p_b, float), np.asarray(p_tie, float)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    out = terms.sum(0)
+    return np.where(np.isnan(p).any(0), np.nan, out)
+
+
+def mean_over_repeats(
+    df: pd.DataFrame,
+    *,
+    samples: str = "all",
+    margin: str = "auto",
+    tie_margin: float = 0.0,
+    item: str = "item",
+    judge: str = "judge",
+    criterion: str = "criterion",
+    order: str = "order",
+    repeat: str = "repeat",
+    verdict: str = "verdict",
+    score_a: str = "score_a",
+    score_b: str = "score_b",
+    parse_status: str | None = "parse_status",
+    reversed_criteria: Collection[str] | None = None,
+    polarity: str | None = None,
+) -> pd.DataFrame:
+    """Return one row per (item, judge, criterion, order): the mean margin of A over the parsed repeats (MEC).
+
+    ``samples="all"`` averages every repeat (Multiple Evidence Calibration over k samples);
+    ``"first"`` keeps only the lowest ``repeat`` of each order (one call, the uncalibrated judge).
+    The margin of a call is ``score_a - score_b`` or its vote (``margin``, see :data:`MARGIN_SOURCES`).
+    ``verdict`` is ``A`` when the mean margin exceeds ``tie_margin``, ``B`` below ``-tie_margin``, else
+    the neutral label (tie; neither for reversed criteria); NA when no repeat parsed. Columns: the keys,
+    ``margin``, ``verdict``, ``n_win_a``, ``n_win_b``, ``n_tie`` (calls by the sign of their margin),
+    ``n_repeats``, ``n_ok``, ``n_failed``, ``polarity``, ``margin_source``, ``repeat_policy``.
+    """
+    if samples not in ("all", "first"):
+        raise ValueError(f"samples must be 'all' or 'first'; got {samples!r}")
+    need = [item, judge, criterion, order] + ([repeat] if samples == "first" else [])
+    missing = [c for c in need if c not in df.columns]
+    if missing:
+        raise SchemaError("judgments", missing[0], [], f"missing column(s) {missing}")
+    source = _margin_source(df, margin, score_a, score_b)
+    if source == "verdicts":
+        if verdict not in df.columns:
+            raise SchemaError("judgments", verdict, [], f"missing column {verdict!r} (and no score columns)")
+        _check_labels(df, verdict, MODEL_LABELS)
+    d = df.copy()
+    if samples == "first":
+        rep = pd.to_numeric(d[repeat], errors="coerce")
+        d = d[rep.eq(rep.groupby([d[c] for c in [item, judge, criterion, order]]).transform("min"))]
+    d["_pol"] = polarity_series(d, criterion, reversed_criteria, polarity)
+    d["_m"], d["_ok"] = _call_margins(d, source, verdict, score_a, score_b, parse_status)
+    d["_a"], d["_b"], d["_t"] = d["_m"] > 0, d["_m"] < 0, d["_m"] == 0
+    keys = [item, judge, criterion, order]
+    out = d.groupby(keys, sort=True, dropna=False).agg(
+        margin=("_m", "mean"), n_win_a=("_a", "sum"), n_win_b=("_b", "sum"), n_tie=("_t", "sum"),
+        n_repeats=("_ok", "size"), n_ok=("_ok", "sum"), polarity=("_pol", "first")).reset_index()
+    for c in ("n_win_a", "n_win_b", "n_tie", "n_repeats", "n_ok", "polarity"):
+        out[c] = out[c].astype(int)
+    out["n_failed"] = out["n_repeats"] - out["n_ok"]
+    out[verdict] = _margin_verdict(out["margin"], out["polarity"], tie_margin)
+    out["margin_source"] = source
+    out["repeat_policy"] = "mean" if samples == "all" else "first"
+    return out[keys + ["margin", verdict, "n_win_a", "n_win_b", "n_tie", "n_repeats", "n_ok", "n_failed",
+                       "polarity", "margin_source", "repeat_policy"]]
+
+
+def _margin_verdict(margin: pd.Series, pol: pd.Series, tie_margin: float) -> pd.Series:
+    """A above ``tie_margin``, B below its negative, else the neutral label; NA where the margin is NA."""
+    m = pd.to_numeric(margin, errors="coerce").to_numpy(float)
+    neutral = np.where(np.asarray(pol) < 0, "neither", "tie").astype(object)
+    lab = np.where(m > tie_margin, "A", np.where(m < -tie_margin, "B", neutral)).astype(object)
+    return pd.Series(np.where(np.isnan(m), None, lab), index=margin.index, dtype=object)
+
+
+def resolve_calibrated(
+    df: pd.DataFrame,
+    policy: str = "mec_bpc",
+    *,
+    margin: str = "auto",
+    tie_margin: float = 0.0,
+    mec_order: str = "AB",
+    item: str = "item",
+    judge: str = "judge",
+    criterion: str = "criterion",
+    order: str = "order",
+    repeat: str = "repeat",
+    verdict: str = "verdict",
+    score_a: str = "score_a",
+    score_b: str = "score_b",
+    parse_status: str | None = "parse_status",
+    reversed_criteria: Collection[str] | None = None,
+    polarity: str | None = None,
+) -> pd.DataFrame:
+    """One verdict per (item, judge, criterion) by a calibrated policy of :data:`CALIBRATED_POLICIES`.
+
+    ``mec``: the mean margin over the repeats of ``mec_order``; ``bpc``: the first repeat of each
+    order, the two margins averaged; ``mec_bpc``: every repeat, each order's mean margin averaged.
+    The verdict is ``A`` / ``B`` when the (balanced) margin is above ``tie_margin`` / below its negative,
+    else the neutral label (tie; neither for reversed criteria). Returns ``margin_ab``, ``margin_ba``,
+    ``verdict_ab``, ``verdict_ba`` (per order, over the calls the policy uses), ``margin``, the shares
+    ``p_a``, ``p_b``, ``p_tie`` of calls won by A / B / tied (each order weighted equally), ``entropy``
+    (their BPDE, nats; NaN when no call parsed), ``verdict``, ``resolution`` (``calibrated``; ``failed``
+    when an order the policy needs has no parsed call), ``n_calls``, ``n_ok``, ``n_failed``,
+    ``missing_order``, ``polarity``, ``margin_source`` and ``policy``. Failed pairs keep a row with
+    verdict NA, so they are counted.
+    """
+    if policy not in CALIBRATED_POLICIES:
+        raise ValueError(f"policy must be one of {CALIBRATED_POLICIES}; got {policy!r}")
+    mo = str(mec_order).upper()
+    if mo not in ORDERS:
+        raise ValueError(f"mec_order must be one of {ORDERS}; got {mec_order!r}")
+    if order not in df.columns:
+        raise SchemaError("judgments", order, [], f"missing column(s) [{order!r}]")
+    d = df.copy()
+    d[order] = d[order].astype(str).str.upper()
+    bad = ~d[order].isin(ORDERS)
+    if bad.any():
+        raise SchemaError("judgments", order, [int(i) for i in np.flatnonzero(bad)],
+                          f"order must be one of {ORDERS}; found {sorted(set(d.loc[bad, order]))[:5]}")
+    per = mean_over_repeats(d, samples="first" if policy == "bpc" else "all", margin=margin,
+                            tie_margin=tie_margin, item=item, judge=judge, criterion=criterion, order=order,
+                            repeat=repeat, verdict=verdict, score_a=score_a, score_b=score_b,
+                            parse_status=parse_status, reversed_criteria=reversed_criteria, polarity=polarity)
+    keys = [item, judge, criterion]
+    idx = per.groupby(keys, sort=True).agg(n_calls=("n_repeats", "sum"), n_ok=("n_ok", "sum"),
+                                            n_failed=("n_failed", "sum"), polarity=("polarity", "first"))
+    per = per.assign(_ok=per["n_ok"].where(per["n_ok"] > 0))
+    for c, n in (("p_a", "n_win_a"), ("p_b", "n_win_b"), ("p_tie", "n_tie")):
+        per[c] = per[n] / per["_ok"]
+
+    def wide(col: str) -> pd.DataFrame:
+        return per.pivot(index=keys, columns=order, values=col).reindex(index=idx.index, columns=list(ORDERS))
+
+    m, v = wide("margin"), wide(verdict)
+    out = idx.copy()
+    out["margin_ab"], out["margin_ba"] = m["AB"].astype(float), m["BA"].astype(float)
+    out["verdict_ab"] = v["AB"].astype(object).where(v["AB"].notna(), None)
+    out["verdict_ba"] = v["BA"].astype(object).where(v["BA"].notna(), None)
+    for c in ("p_a", "p_b", "p_tie"):
+        out[c] = wide(c).astype(float).mean(axis=1)  # each order with a parsed call weighted equally
+    out["entropy"] = position_entropy(out["p_a"], out["p_b"], out["p_tie"])
+    need = [mo] if policy == "mec" else list(ORDERS)
+    has = m[need].notna().all(axis=1)
+    out["margin"] = (m[mo] if policy == "mec" else m[list(ORDERS)].mean(axis=1)).where(has).astype(float)
+    out[verdict] = _margin_verdict(out["margin"], out["polarity"], tie_margin)
+    out["resolution"] = np.where(has, "calibrated", "failed")
+    present = per.assign(_p=True).pivot(index=keys, columns=order, values="_p").reindex(
+        index=idx.index, columns=list(ORDERS)).notna().to_numpy()
+    out["missing_order"] = [",".join(o for o, ok in zip(ORDERS, row) if not ok) for row in present]
+    out["margin_source"] = per["margin_source"].iloc[0] if len(per) else "verdicts"
+    out["policy"] = policy
+    out = out.reset_index()
+    for c in ("n_calls", "n_ok", "n_failed", "polarity"):
+        out[c] = out[c].astype(int)
+    return out[keys + ["verdict_ab", "verdict_ba", "margin_ab", "margin_ba", "margin", "p_a", "p_b", "p_tie",
+                       "entropy", verdict, "resolution", "n_calls", "n_ok", "n_failed", "missing_order",
+                       "polarity", "margin_source", "policy"]]

@@ -11,8 +11,13 @@ from .judge import *  # noqa: F401,F403
 from .overview import *  # noqa: F401,F403
 from .rounds import *  # noqa: F401,F403
 from .generate import *  # noqa: F401,F403
-from . import agreement, bias, generate, judge, overview, rounds  # noqa: E402
+from .rank import *  # noqa: F401,F403
+from .calibration import *  # noqa: F401,F403
+from .psychometrics import *  # noqa: F401,F403
+from .aspects import *  # noqa: F401,F403
+from . import agreement, aspects, bias, calibration, generate, judge, overview, psychometrics, rank, rounds  # noqa: E402
 
 __all__ = ["SINGLE_COLUMN", "DOUBLE_COLUMN", "PALETTE", "paper_style", "figure", "save_figure", "save_plotly",
            "data_hash", *agreement.__all__, *bias.__all__, *judge.__all__, *overview.__all__, *rounds.__all__,
-           *generate.__all__]
+           *generate.__all__, *rank.__all__, *calibration.__all__,
+           *psychometrics.__all__, *aspects.__all__]

@@ -10,7 +10,8 @@ import pandas as pd
 from .figures import figure
 from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
-__all__ = ["plot_rounds", "plot_quality", "plot_grounded_letter_balance", "plot_cloze_accuracy"]
+__all__ = ["plot_rounds", "plot_quality", "plot_grounded_letter_balance", "plot_cloze_accuracy", "plot_stage0_overlap",
+           "plot_stop_rules"]
 
 
 def _axes(ax):
@@ -97,4 +98,43 @@ def plot_cloze_accuracy(acc: pd.DataFrame, *, x: str = "match", ax=None):
     ax.set_ylabel(f"cloze accuracy (n = {int(acc['n_items'].iloc[0])}, {acc['ci_method'].iloc[0]} CI)")
     if not ok.all():
         ax.set_xlabel(f"no CI: {'; '.join(sorted({w for w in why if w}))}")
+    return fig
+
+
+def plot_stage0_overlap(overlap: pd.DataFrame, *, ax=None):
+    """Human-vs-machine overlap of topics and test points (:func:`~medeval_kit.generate.topic_overlap`
+    rows): one row of points per measure and match level, one colour per machine source, with CIs and n."""
+    fig, ax = _axes(ax)
+    ov = overlap.copy()
+    ov["label"] = ov["measure"].str.replace("_", " ") + " (" + ov["match"] + ")"
+    labels = list(dict.fromkeys(ov["label"]))
+    sources = list(dict.fromkeys(ov["source"]))
+    step = 0.8 / max(len(sources), 1)
+    reasons = []
+    for s, src in enumerate(sources):
+        d = ov[ov["source"] == src].set_index("label").reindex(labels)
+        pos = np.arange(len(labels)) + (s - (len(sources) - 1) / 2) * step
+        n_notes = int(d["n_notes"].dropna().iloc[0]) if d["n_notes"].notna().any() else 0
+        reasons += draw_estimates(ax, pos, d["estimate"], d["ci_low"], d["ci_high"], n=d["n_items"], horizontal=True,
+                                  label=f"{src} ({n_notes} notes)")
+    ax.set_yticks(np.arange(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel("share matching the experts' choice for the same note (95% CI, notes resampled)")
+    note_no_interval(ax, reasons)
+    ax.legend(fontsize=6, frameon=False, loc="upper right")
+    return fig
+
+
+def plot_stop_rules(comparison: pd.DataFrame, *, measure: str = "share_all_rounds", ax=None):
+    """One measure of :func:`~medeval_kit.generate.stop_rule_comparison` per (topics, stop rule), with CIs and n."""
+    fig, ax = _axes(ax)
+    d = comparison[comparison["measure"] == measure].reset_index(drop=True)
+    labels = [f"{t} topics\n{r}" for t, r in zip(d["topics"], d["stop_rule"])]
+    why = draw_estimates(ax, np.arange(len(d)), d["estimate"], d["ci_low"], d["ci_high"], n=d["n_items"])
+    ax.set_xticks(np.arange(len(d)), [f"{lab}\nn={n}" for lab, n in zip(labels, d["n_items"])], fontsize=6)
+    ax.set_ylabel(measure.replace("_", " ") + f" ({d['ci_method'].iloc[0] if len(d) else ''} 95% CI)")
+    if measure.startswith("share"):
+        ax.set_ylim(-0.02, 1.02)
+    note_no_interval(ax, why)
     return fig

@@ -42,9 +42,18 @@ def local_model_path(name: str) -> str:
     return os.path.join(list(spec.submodule_search_locations)[0], fname)
 
 
+def local_threads(n_threads: int | None = None) -> int:
+    """Threads for the embedded model: ``n_threads``, else ``$MEDEVAL_LOCAL_THREADS``, else min(4, cores).
+
+    Several processes running the model on the same cores should use fewer threads each: llama.cpp's
+    threads spin while they wait, so an oversubscribed machine slows every process down several-fold.
+    """
+    return max(1, int(n_threads or os.environ.get("MEDEVAL_LOCAL_THREADS") or min(4, os.cpu_count() or 1)))
+
+
 def load_llama(path: str, n_ctx: int = 2048, n_threads: int | None = None):
     """The process-wide ``llama_cpp.Llama`` for ``path`` and the lock that serialises calls to it."""
-    n_threads = int(n_threads or min(4, os.cpu_count() or 1))
+    n_threads = local_threads(n_threads)
     k = (path, int(n_ctx), n_threads)
     with _LLAMAS_LOCK:
         if k not in _LLAMAS:

@@ -1,0 +1,274 @@
+"""Aspect search at the paper's scale and its honest companion: how much an exhaustive search over
+rubric-aspect subsets flatters itself.
+
+MCQG-SRefine (Table 2) raises judge-expert kappa from 0.226 (all 30 aspects) to 0.539 by searching
+every subset of up to 11 of 30 aspects (~1.1e8) and reporting the best on the same 40 items.
+:func:`search_optimism` repeats that search on synthetic data where only a few planted aspects carry
+the human preference (and on a null where none does), and reports per replicate the in-sample value,
+the K-fold cross-validated value (the whole search re-run on the training folds), the optimism, and
+the value of the chosen subset on many new items from the same population. The input helpers turn
+a long rubric-score file (two systems) or a refinement-rounds table into the per-item aspect
+differences :func:`~medeval_kit.judge.aspects.select_aspects` takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from medeval_kit.datasets._io import read_table
+from medeval_kit.datasets.synthetic import synthetic_aspect_scores
+from medeval_kit.errors import ParameterError, SchemaError
+from medeval_kit.results import result_frame, result_row
+from medeval_kit.stats import mean_interval
+
+from .aspects import _LAB, MAX_SUBSETS, OBJECTIVES, _evaluate, count_subsets, select_aspects_all
+
+__all__ = ["score_differences", "read_aspect_scores", "human_preferences", "round_differences",
+           "search_optimism", "optimism_summary", "selection_table", "feasible_max_k", "SCENARIOS"]
+
+SCENARIOS: dict[str, dict] = {"planted": {"n_planted": 3}, "no_signal": {"n_planted": 0}}
+"""Default synthetic scenarios: three planted aspects among noise, and the null (no aspect carries signal;
+named ``no_signal`` because CSV readers take ``null`` for a missing value)."""
+
+
+def _need(df: pd.DataFrame, cols: Sequence[str], what: str, source: str = "") -> None:
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise SchemaError(source or what, missing[0], [],
+                          f"{what} needs columns {list(cols)}; missing {missing}; has {list(df.columns)[:12]}")
+
+
+def score_differences(
+    scores: pd.DataFrame,
+    a: str = "A",
+    b: str = "B",
+    *,
+    item: str = "item",
+    system: str = "system",
+    aspect: str = "aspect",
+    score: str = "score",
+    aggregate: str = "mean",
+) -> pd.DataFrame:
+    """Per-item, per-aspect ``score(a) - score(b)`` from a long table of two systems' rubric scores.
+
+    Returns a wide frame (index: items, columns: aspects in order of first appearance), NaN where
+    either side is unscored; repeated scores are averaged (``aggregate``).
+    """
+    _need(scores, [item, system, aspect, score], "aspect scores")
+    d = scores[[item, system, aspect, score]].copy()
+    d[system] = d[system].astype(str)
+    present = sorted(d[system].unique())
+    for s in (a, b):
+        if s not in present:
+            raise ParameterError(f"system {s!r} has no scores; systems present: {present[:10]}")
+    d = d[d[system].isin([a, b])]
+    d[score] = pd.to_numeric(d[score], errors="coerce")
+    d[item], d[aspect] = d[item].astype(str), d[aspect].astype(str)
+    order = list(pd.unique(d[aspect]))
+    wide = d.groupby([item, aspect, system], sort=False, dropna=False)[score].agg(aggregate).unstack(system)
+    for s in (a, b):
+        if s not in wide.columns:
+            wide[s] = np.nan
+    diff = (wide[a] - wide[b]).unstack(aspect).reindex(columns=order)
+    diff.index.name, diff.columns.name = "item", "aspect"
+    return diff.astype(float)
+
+
+def read_aspect_scores(path: str | Path, *, item: str = "item", system: str = "system", aspect: str = "aspect",
+                       score: str = "score") -> pd.DataFrame:
+    """Read a long rubric-score file (CSV, JSONL, Parquet ...) and check its columns; rows as read."""
+    df = read_table(path)
+    _need(df, [item, system, aspect, score], "aspect scores", str(path))
+    bad = pd.to_numeric(df[score], errors="coerce").isna() & df[score].notna()
+    if bad.any():
+        rows = list(np.flatnonzero(bad.to_numpy())[:10])
+        raise SchemaError(str(path), score, rows, f"scores must be numbers; e.g. {df[score][bad].iloc[0]!r}")
+    return df
+
+
+def human_preferences(prefs: pd.DataFrame | str | Path, *, item: str = "item", label: str = "preference") -> pd.Series:
+    """Human preference per item (``A``, ``B`` or ``tie``; case and spaces ignored) as a Series by item.
+
+    ``prefs``: a DataFrame or a file path. Empty labels stay NaN (those items are dropped and
+    counted by the search); any other label raises SchemaError naming the rows.
+    """
+    source = ""
+    if not isinstance(prefs, pd.DataFrame):
+        source, prefs = str(prefs), read_table(prefs, text=True)
+    _need(prefs, [item, label], "preferences", source)
+    raw = prefs[label]
+    norm = raw.astype(str).str.strip().str.lower().map({"a": "A", "b": "B", "tie": "tie"})
+    bad = raw.notna() & norm.isna()
+    if bad.any():
+        raise SchemaError(source or "preferences", label, list(np.flatnonzero(bad.to_numpy())[:10]),
+                          f"preferences must be A, B or tie; found {sorted(map(str, raw[bad].unique()))[:5]}")
+    out = pd.Series(norm.to_numpy(dtype=object), index=prefs[item].astype(str).to_numpy(), name="preference")
+    if out.index.duplicated().any():
+        dup = out.index[out.index.duplicated()][0]
+        raise SchemaError(source or "preferences", item, [], f"one preference per item; {dup!r} appears twice")
+    return out
+
+
+def round_differences(
+    rounds_df: pd.DataFrame,
+    *,
+    a_round: int | str = 1,
+    b_round: int | str = "best",
+    item: str = "item",
+    round: str = "round",  # noqa: A002
+    component: str = "component",
+    aspect: str = "aspect",
+    score: str = "score",
+    best: str = "best",
+    total: str = "total",
+) -> pd.DataFrame:
+    """Per-item aspect differences ``score(round a) - score(round b)`` from a refinement-rounds table.
+
+    A round is a number or ``"best"`` (the round flagged in ``best``; else the highest mean aspect
+    score, earliest on ties). Rows whose aspect is ``total`` (component scores) are excluded;
+    aspects are named ``component:aspect``. Returns items x aspects (NaN where unscored); an item
+    whose best round is round 1 has all differences 0.
+    """
+    _need(rounds_df, [item, round, aspect, score], "rounds")
+    d = rounds_df[rounds_df[aspect].astype(str) != total].copy()
+    d["_aspect"] = (d[component].astype(str) + ":" + d[aspect].astype(str)) if component in d else d[aspect].astype(str)
+    d["_item"] = d[item].astype(str)
+    d["_score"] = pd.to_numeric(d[score], errors="coerce")
+    d["_round"] = pd.to_numeric(d[round], errors="coerce")
+
+    def chosen(which) -> pd.Series:
+        if which != "best":
+            return pd.Series(int(which), index=pd.Index(sorted(d["_item"].unique())))
+        flagged = d[d[best].astype(bool)].groupby("_item")["_round"].min() if best in d else pd.Series(dtype=float)
+        means = d.groupby(["_item", "_round"])["_score"].mean().reset_index()
+        means = means.sort_values(["_item", "_score", "_round"], ascending=[True, False, True], kind="stable")
+        top = means.drop_duplicates("_item").set_index("_item")["_round"]
+        return flagged.reindex(top.index).fillna(top).astype(int)
+
+    sides = []
+    for which in (a_round, b_round):
+        r = chosen(which)
+        sel = d[d["_round"].to_numpy() == d["_item"].map(r).to_numpy(float)]
+        sides.append(sel.groupby(["_item", "_aspect"], sort=False)["_score"].mean().unstack("_aspect"))
+    order = list(dict.fromkeys(d["_aspect"]))
+    diff = (sides[0] - sides[1]).reindex(columns=order)
+    diff.index.name, diff.columns.name = "item", "aspect"
+    return diff.astype(float)
+
+
+def feasible_max_k(n_aspects: int, max_k: int, max_subsets: int = MAX_SUBSETS) -> int:
+    """The largest subset size <= ``max_k`` (and <= ``n_aspects``) whose exhaustive search stays within ``max_subsets``."""
+    k = max(1, min(max_k, n_aspects))
+    while k > 1 and count_subsets(n_aspects, k) > max_subsets:
+        k -= 1
+    return k
+
+
+def _planted_mask(scores: pd.DataFrame, names: list[str]) -> np.ndarray:
+    planted = scores.drop_duplicates("aspect").set_index("aspect")["planted"]
+    return planted.reindex(names).fillna(False).to_numpy(bool)
+
+
+def _value_on(diffs: pd.DataFrame, human: pd.Series, mask: np.ndarray, objective: str) -> tuple[float, int]:
+    """(objective, n) of the judge summing the aspects in ``mask`` on these items."""
+    X = diffs.to_numpy(float)
+    y = human.reindex(diffs.index).map(_LAB).to_numpy(int)
+    kap, po, n, _, _ = _evaluate(np.nan_to_num(X), np.isnan(X), mask[None, :].astype(float), y)
+    return float((kap, po)[OBJECTIVES.index(objective)][0]), int(n[0])
+
+
+def search_optimism(
+    *,
+    scenarios: Mapping[str, Mapping] | None = None,
+    replicates: int = 5,
+    n_items: int = 40,
+    n_aspects: int = 30,
+    max_k: int = 11,
+    k_folds: int = 5,
+    method: str = "exhaustive",
+    objectives: Sequence[str] = OBJECTIVES,
+    n_new: int = 10_000,
+    seed: int = 0,
+    engine: str = "auto",
+    **generator,
+) -> pd.DataFrame:
+    """In-sample vs cross-validated aspect search on synthetic replicates: one result row per
+    scenario x replicate x objective x quantity.
+
+    Each scenario (name -> :func:`~medeval_kit.datasets.synthetic.synthetic_aspect_scores`
+    arguments; default :data:`SCENARIOS`, planted and no_signal) is drawn ``replicates`` times (population
+    and items seeded ``seed + replicate``) with ``n_items`` items and ``n_aspects`` aspects; the
+    search (default: exhaustive up to ``max_k``, the paper's) runs on it with ``k_folds``-fold
+    cross-validation. Quantities: ``all_aspects``, ``in_sample``, ``cross_validated``,
+    ``cv_mean_fold``, ``optimism`` (in-sample - CV), ``new_items`` (the chosen subset on ``n_new``
+    new items from the same population: its real performance) and ``planted_new_items`` (the
+    planted aspects' judge on them; NaN in the null). Extra columns: ``k`` and ``selected`` (the
+    chosen subset), ``n_planted_selected``.
+    """
+    scenarios = dict(SCENARIOS if scenarios is None else scenarios)
+    if replicates < 1:
+        raise ParameterError(f"replicates must be >= 1; got {replicates}")
+    rows = []
+    for name, extra in scenarios.items():
+        args = {"n_items": n_items, "n_aspects": n_aspects, **generator, **dict(extra)}
+        for r in range(replicates):
+            s = seed + r
+            scores, prefs = synthetic_aspect_scores(**{**args, "seed": s, "population_seed": s})
+            diffs = score_differences(scores)
+            human = prefs.set_index("item")["preference"]
+            sels = select_aspects_all(diffs, human, method=method, objectives=tuple(objectives), max_k=max_k,
+                                      k_folds=k_folds, seed=s, engine=engine)
+            new_scores, new_prefs = synthetic_aspect_scores(**{**args, "n_items": n_new, "seed": 1_000_003 + s,
+                                                               "population_seed": s})
+            new_diffs = score_differences(new_scores).reindex(columns=diffs.columns)
+            new_human = new_prefs.set_index("item")["preference"]
+            planted = _planted_mask(scores, list(diffs.columns))
+            for objective, sel in sels.items():
+                chosen = np.isin(np.asarray(diffs.columns), sel.selected)
+                keys = {"scenario": name, "replicate": r, "seed": s, "objective": objective,
+                        "search_method": method}
+                extra_cols = {"k": len(sel.selected), "selected": ", ".join(sel.selected),
+                              "n_planted": int(planted.sum()), "n_planted_selected": int((chosen & planted).sum())}
+                for q in sel.to_frame().itertuples(index=False):
+                    rows.append(result_row(q.estimate, n_items=q.n_items, n_failed=q.n_failed, note=q.note,
+                                           **keys, quantity=q.quantity, **extra_cols))
+                v_new, n_new_used = _value_on(new_diffs, new_human, chosen, objective)
+                rows.append(result_row(v_new, n_items=n_new_used, note=f"chosen subset on {n_new:,} new items",
+                                       **keys, quantity="new_items", **extra_cols))
+                v_pl, n_pl = (_value_on(new_diffs, new_human, planted, objective) if planted.any()
+                              else (np.nan, 0))
+                rows.append(result_row(v_pl, n_items=n_pl, note="planted aspects' judge on the new items"
+                                       if planted.any() else "no planted aspect (the null)",
+                                       **keys, quantity="planted_new_items", **extra_cols))
+    return result_frame(rows, keys=["scenario", "replicate", "seed", "objective", "search_method", "quantity"])
+
+
+def optimism_summary(table: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
+    """Mean over replicates of each scenario x objective x quantity of :func:`search_optimism`,
+    with a t interval over replicates; ``n_items`` is the number of replicates."""
+    rows = []
+    keys = [c for c in ("scenario", "objective", "search_method", "quantity") if c in table.columns]
+    for key, g in table.groupby(keys, sort=False):
+        x = g["estimate"].to_numpy(float)
+        ok = x[np.isfinite(x)]
+        lo, hi, method, note = mean_interval(ok, confidence=confidence, method="t") if len(ok) else (
+            np.nan, np.nan, "", "no finite value")
+        rows.append(result_row(ok.mean() if len(ok) else np.nan, (lo, hi), method if len(ok) else "",
+                               n_items=len(ok), n_failed=len(x) - len(ok),
+                               note=note or f"mean over {len(ok)} replicates", **dict(zip(keys, key)),
+                               mean_items=float(g["n_items"].mean())))
+    return result_frame(rows, keys=keys)
+
+
+def selection_table(selections: Mapping[str, object], **keys) -> pd.DataFrame:
+    """The result rows of several :class:`~medeval_kit.judge.aspects.AspectSelection` (one per
+    objective), with ``keys`` as leading columns."""
+    frames = [s.to_frame() for s in selections.values()]
+    out = pd.concat(frames, ignore_index=True)
+    for i, (k, v) in enumerate(keys.items()):
+        out.insert(i, k, v)
+    return out

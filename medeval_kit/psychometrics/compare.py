@@ -1,0 +1,121 @@
+"""Item statistics against what the items were meant to be: planted difficulty labels and refinement rounds.
+
+:func:`label_association` asks whether p falls as the planted difficulty rises (Spearman's rho with a
+bootstrap CI that resamples whole clusters, e.g. the clinical note all five levels were written from,
+and a paired per-cluster test of the easiest against the hardest level). :func:`roundwise_item_change`
+asks whether self-refinement improves discrimination and distractor efficiency: it hands per-item
+statistics by round to :func:`medeval_kit.rounds.paired_round_tests` (paired differences over the
+traces observed in both rounds, bootstrap CI, Wilcoxon test).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from medeval_kit.errors import ParameterError
+from medeval_kit.results import result_frame, result_row
+from medeval_kit.stats import percentile_interval
+
+__all__ = ["label_association", "roundwise_item_change", "with_item_info"]
+
+
+def with_item_info(table: pd.DataFrame, items: pd.DataFrame,
+                   columns: Sequence[str] = ("source", "trace", "round", "difficulty_label", "difficulty_rank",
+                                             "key", "n_options")) -> pd.DataFrame:
+    """Return ``table`` (one row per item) with the items' descriptive columns joined on ``item``."""
+    cols = ["item"] + [c for c in columns if c in items.columns and c not in table.columns]
+    return table.merge(items[cols], on="item", how="left")
+
+
+def label_association(table: pd.DataFrame, *, label: str = "difficulty_rank", value: str = "p",
+                      cluster: str | None = "trace", n_boot: int = 1000, seed: int = 0,
+                      confidence: float = 0.95) -> pd.DataFrame:
+    """Return Spearman's rho of ``value`` with the planted ``label`` rank (cluster-bootstrap CI) and the
+    paired per-cluster difference hardest minus easiest level (Wilcoxon), as contract rows.
+
+    A well-calibrated difficulty label gives a negative rho for p (harder items, fewer right).
+    """
+    need = [c for c in (label, value) + ((cluster,) if cluster else ()) if c not in table.columns]
+    if need:
+        raise ParameterError(f"label_association needs column(s) {need}; present: {list(table.columns)}")
+    d = table[[label, value] + ([cluster] if cluster else [])].copy()
+    d[label] = pd.to_numeric(d[label], errors="coerce")
+    d[value] = pd.to_numeric(d[value], errors="coerce")
+    n_failed = int(d[[label, value]].isna().any(axis=1).sum())
+    d = d.dropna(subset=[label, value])
+    rows = []
+    if len(d) < 3 or d[label].nunique() < 2 or d[value].nunique() < 2:
+        rho = math.nan
+    else:
+        rho = float(sps.spearmanr(d[label], d[value])[0])
+    ci, method = (math.nan, math.nan), ""
+    if np.isfinite(rho) and n_boot:
+        rng = np.random.default_rng(seed)
+        groups = [g for _, g in d.groupby(cluster)] if cluster else [d.iloc[[i]] for i in range(len(d))]
+        reps = []
+        for _ in range(int(n_boot)):
+            s = pd.concat([groups[i] for i in rng.integers(0, len(groups), len(groups))])
+            reps.append(sps.spearmanr(s[label], s[value])[0] if s[label].nunique() > 1 and s[value].nunique() > 1
+                        else np.nan)
+        ci = percentile_interval(reps, confidence=confidence)
+        method = f"percentile bootstrap over {'clusters (' + cluster + ')' if cluster else 'items'} ({int(n_boot)} resamples)"
+    rows.append(result_row(rho, ci, method, n_items=len(d), n_failed=n_failed,
+                           note="" if np.isfinite(rho) else "needs 3 items and variation in both",
+                           statistic="spearman_rho", x=label, y=value))
+    if cluster:
+        lo, hi = d[label].min(), d[label].max()
+        w = d.pivot_table(index=cluster, columns=label, values=value, aggfunc="mean")
+        pair = w[[lo, hi]].dropna() if lo in w.columns and hi in w.columns else pd.DataFrame()
+        diff = (pair[hi] - pair[lo]).to_numpy(float) if len(pair) else np.array([])
+        p_value, note = math.nan, ""
+        if len(diff) and not np.allclose(diff, 0):
+            p_value = float(sps.wilcoxon(diff, zero_method="wilcox").pvalue)
+        elif len(diff):
+            note = "all differences are zero"
+        ci2 = (math.nan, math.nan)
+        if len(diff) >= 2 and n_boot:
+            rng = np.random.default_rng(seed + 1)
+            ci2 = percentile_interval(diff[rng.integers(0, len(diff), (int(n_boot), len(diff)))].mean(axis=1),
+                                      confidence=confidence)
+        rows.append(result_row(diff.mean() if len(diff) else math.nan, ci2,
+                               f"percentile bootstrap over {cluster} ({int(n_boot)} resamples)" if np.isfinite(ci2[0])
+                               else "", n_items=len(diff), n_failed=int(len(w) - len(diff)), note=note,
+                               statistic=f"mean_difference_{value}_{hi:g}_minus_{lo:g}", x=label, y=value,
+                               test="Wilcoxon signed-rank", p_value=p_value))
+    return result_frame(rows, keys=["statistic", "x", "y"])
+
+
+def roundwise_item_change(table: pd.DataFrame, *, statistics: Sequence[str] = ("p", "r_pbis", "D",
+                                                                                  "distractor_efficiency"),
+                          trace: str = "trace", round: str = "round", by: str | None = "source",
+                          pairs: str = "consecutive", n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Return paired round-to-round changes of per-item statistics (one item = one trace in one round).
+
+    ``table`` has one row per item with ``trace``, ``round`` and the statistics (e.g. :func:`item_flags`
+    joined with the items). Calls :func:`medeval_kit.rounds.paired_round_tests` once per statistic
+    (and per ``by`` group); rows gain ``statistic``.
+    """
+    from medeval_kit.rounds import paired_round_tests
+
+    missing = [c for c in (trace, round) if c not in table.columns]
+    if missing:
+        raise ParameterError(f"roundwise_item_change needs column(s) {missing}: join the items (with_item_info)")
+    d = table[table[round].notna()].copy()
+    d[round] = d[round].astype("int64")
+    out = []
+    for s in statistics:
+        if s not in d.columns:
+            continue
+        res = paired_round_tests(d, s, pairs=pairs, item=trace, round=round,
+                                 by=by if by and by in d.columns else None, n_boot=n_boot, seed=seed)
+        out.append(res.assign(statistic=s))
+    if not out:
+        raise ParameterError(f"none of the statistics {list(statistics)} is a column of the table")
+    res = pd.concat(out, ignore_index=True)
+    first = ["statistic"] + ([by] if by and by in res.columns else [])
+    return res[first + [c for c in res.columns if c not in first]]

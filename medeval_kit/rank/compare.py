@@ -1,0 +1,121 @@
+"""Does a judge rank the models like the reference (e.g. the physicians) does?
+
+:func:`rank_agreement` gives Kendall's tau-b, Spearman's rho and the top-k overlap between each judge's
+ranking and the reference's, with paired bootstrap CIs (both rankings refitted on the same unit draws,
+:func:`medeval_kit.rank.rank_models`). :func:`rank_flips` gives, for each pair of models adjacent in the
+reference's ranking, the share of draws in which a judge orders the pair the other way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from medeval_kit.errors import ParameterError
+from medeval_kit.results import result_frame, result_row
+from medeval_kit.stats import percentile_interval
+
+from .ratings import RankResult
+
+__all__ = ["rank_agreement", "rank_flips"]
+
+
+def _judge(result: RankResult, name: str, what: str) -> None:
+    if name not in result.judges:
+        raise ParameterError(f"{what} {name!r} is not a judge of this result; judges: {list(result.judges)}")
+
+
+def _top(theta: np.ndarray, k: int) -> np.ndarray:
+    """Boolean mask of the k strongest (ties broken by model order, stably)."""
+    order = np.argsort(-theta, kind="stable")
+    mask = np.zeros(theta.shape, dtype=bool)
+    mask[order[:k]] = True
+    return mask
+
+
+def _stats(x: np.ndarray, y: np.ndarray, top_k: Sequence[int]) -> dict[str, float]:
+    """Kendall tau-b, Spearman rho and top-k overlaps between two strength vectors."""
+    out = {"kendall_tau": float(sps.kendalltau(x, y).statistic), "spearman_rho": float(sps.spearmanr(x, y).statistic)}
+    for k in top_k:
+        out[f"top_{k}_overlap"] = float((_top(x, k) & _top(y, k)).sum() / k)
+    return out
+
+
+def rank_agreement(
+    result: RankResult,
+    reference: str,
+    *,
+    judges: Sequence[str] | None = None,
+    top_k: Sequence[int] | None = None,
+) -> pd.DataFrame:
+    """Return Kendall tau-b, Spearman rho and top-k overlap of each judge's ranking with ``reference``'s.
+
+    Computed over the models both rank; CIs are percentiles over the paired bootstrap draws of the
+    ratings (draws where either ranking has no finite MLE are left out). ``top_k`` defaults to 1 and
+    half the models. Fewer than three common models: NaN with a note (a rank correlation of two items
+    is always +1 or -1).
+    """
+    _judge(result, reference, "reference")
+    names = [j for j in (judges or result.judges) if j != reference]
+    for j in names:
+        _judge(result, j, "judge")
+    ref = result.point[reference]
+    rows = []
+    method = f"percentile bootstrap over units, paired (B = {result.n_boot})"
+    for j in names:
+        common = np.isfinite(ref) & np.isfinite(result.point[j])
+        n_m = int(common.sum())
+        shared = len(result.units[j] & result.units[reference])
+        ks = [k for k in (top_k if top_k is not None else sorted({1, max(1, n_m // 2)})) if 0 < k < n_m]
+        key = {"judge": j, "reference": reference, "n_models": n_m}
+        if n_m < 3:
+            why = (f"{n_m} models ranked by both: a rank correlation needs 3 or more (with 2 it is always +1 "
+                   "or -1); see rank_flips for whether the pair is ordered alike")
+            for metric in ("kendall_tau", "spearman_rho"):
+                rows.append(result_row(math.nan, n_items=shared, note=why, metric=metric, **key))
+            continue
+        est = _stats(result.point[j][common], ref[common], ks)
+        A, R = result.draws[j][:, common], result.draws[reference][:, common]
+        ok = np.isfinite(A).all(1) & np.isfinite(R).all(1)
+        reps = [_stats(a, r, ks) for a, r in zip(A[ok], R[ok])]
+        left = int((~ok).sum())
+        note = f"{left} of {len(ok)} draws left out (no finite MLE)" if left else ""
+        for metric, value in est.items():
+            ci = percentile_interval([r[metric] for r in reps], confidence=result.confidence) if reps else (
+                math.nan, math.nan)
+            rows.append(result_row(value, ci, method if reps else "", n_items=shared, note=note, metric=metric,
+                                   **key))
+    return result_frame(rows, keys=["judge", "reference", "metric"])
+
+
+def rank_flips(result: RankResult, *, reference: str | None = None) -> pd.DataFrame:
+    """Return, per judge and each pair of models adjacent in the reference's ranking, P(the judge orders it the other way).
+
+    ``reference`` None: each judge's own ranking (how often its adjacent pairs swap across draws). The
+    estimate is the share of bootstrap draws in which the judge's strengths put the lower-ranked model of
+    the pair above the higher-ranked one; ``judge_agrees`` says whether the judge's own point estimate
+    orders the pair like the reference.
+    """
+    if reference is not None:
+        _judge(result, reference, "reference")
+    rows = []
+    for j in result.judges:
+        base = result.point[reference if reference is not None else j]
+        mine = result.point[j]
+        fin = np.flatnonzero(np.isfinite(base) & np.isfinite(mine))
+        order = fin[np.argsort(-base[fin], kind="stable")]
+        D = result.draws[j]
+        for pos, (hi, lo) in enumerate(zip(order[:-1], order[1:]), start=1):
+            ok = np.isfinite(D[:, hi]) & np.isfinite(D[:, lo])
+            p = float((D[ok, lo] > D[ok, hi]).mean()) if ok.any() else math.nan
+            rows.append(result_row(p, n_items=len(result.units[j]),
+                                   note="" if ok.any() else "no bootstrap draws", judge=j,
+                                   reference=reference if reference is not None else j, rank=pos,
+                                   higher=result.models[hi], lower=result.models[lo], metric="p_flip",
+                                   judge_agrees=bool(mine[hi] >= mine[lo]), n_draws=int(ok.sum()),
+                                   strength_gap=float(base[hi] - base[lo])))
+    return result_frame(rows, keys=["judge", "reference", "rank", "higher", "lower", "metric"])
