@@ -47,7 +47,8 @@ from medeval_kit.datasets.scores import FRACTION, parse_score_string
 from medeval_kit.errors import DataFileError, ParameterError
 from medeval_kit.schemas import validate
 
-__all__ = ["load_medqg_rounds", "MEDQG_ROUND_SOURCES", "MEDQG_COMPONENT_KEYS", "answers_match", "parse_aspects"]
+__all__ = ["load_medqg_rounds", "read_round_traces", "MEDQG_ROUND_SOURCES", "MEDQG_COMPONENT_KEYS", "answers_match",
+           "parse_aspects"]
 
 MEDQG_ROUND_SOURCES = {
     "top10": "medqg/inputs/gpt4_usmle_hum_kp_top10.csv",
@@ -145,7 +146,7 @@ def _words(text) -> int:
     return len(str(text).split()) if text is not None else 0
 
 
-def _read_source(name: str, path: Path) -> list[dict]:
+def read_round_traces(name: str, path: Path) -> list[dict]:
     """Return trace records: id, clinical_note, keypoint, topic, rounds (list of dicts), best_question, total_score."""
     if name == "top10":
         if not path.exists():
@@ -195,7 +196,7 @@ def _load_one(name: str, root: Path, aspects: bool = False) -> pd.DataFrame:
     path = root / MEDQG_ROUND_SOURCES[name]
     rows = []
     best_by_item: dict[str, int] = {}
-    for rec in _read_source(name, path):
+    for rec in read_round_traces(name, path):
         item = f"{name}:{rec['id']}"
         rounds = rec["rounds"]
         bq = rec["best_question"]

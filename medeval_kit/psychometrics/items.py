@@ -172,7 +172,7 @@ def medqg_round_items(source: str = "top10", *, root: str | Path | None = None, 
     traces keep no lettered order. A round whose distractors cannot be split is kept with
     ``parse_status = "failed"``. ``source``: ``top10``, ``iter_feedback``, ``icl_qgqa`` or ``all``.
     """
-    from medeval_kit.datasets.medqg_rounds import MEDQG_ROUND_SOURCES, _read_source
+    from medeval_kit.datasets.medqg_rounds import MEDQG_ROUND_SOURCES, read_round_traces
 
     names = list(MEDQG_ROUND_SOURCES) if source == "all" else [source]
     base = Path(root) if root is not None else data_dir()
@@ -182,7 +182,7 @@ def medqg_round_items(source: str = "top10", *, root: str | Path | None = None, 
             from medeval_kit.errors import ParameterError
 
             raise ParameterError(f"source {source!r} is unknown; choose one of {[*MEDQG_ROUND_SOURCES, 'all']}")
-        for rec in _read_source(name, base / MEDQG_ROUND_SOURCES[name]):
+        for rec in read_round_traces(name, base / MEDQG_ROUND_SOURCES[name]):
             trace = f"{name}:{rec['id']}"
             for k, d in enumerate(rec["rounds"], start=1):
                 item = f"{trace}:r{k}"
