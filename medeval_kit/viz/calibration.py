@@ -43,6 +43,7 @@ def plot_calibration_effect(effect: pd.DataFrame, *, metric: str = "accuracy", b
         colors = sns.color_palette(PALETTE, max(len(groups), 1))
         height = 0.7 / max(len(groups), 1)
         why: list[str] = []
+        targets = False
         for k, gname in enumerate(groups):
             g = d[d[by] == gname] if by in d.columns else d
             y = np.arange(len(methods)) + (k - (len(groups) - 1) / 2) * height
@@ -52,6 +53,12 @@ def plot_calibration_effect(effect: pd.DataFrame, *, metric: str = "accuracy", b
                 why += draw_estimates(a, y, s["estimate"], s["ci_low"], s["ci_high"], n=n, horizontal=True,
                                       color=colors[k], label=f"{gname} (n={int(np.nanmax(n))})"
                                       if gname and comp == "level" and np.isfinite(n).any() else None)
+                if comp == "level" and "unbiased_target" in s.columns:
+                    t = pd.to_numeric(s["unbiased_target"], errors="coerce").to_numpy(float)
+                    if np.isfinite(t).any():  # where the same judge lands without the planted bias
+                        a.plot(t, y, ls="none", marker="x", ms=4, mew=0.9, color=colors[k],
+                               label=None if targets else "x: the same judge without the planted bias")
+                        targets = True
         base = d.loc[d["comparison"] == "difference", "baseline"]
         base = str(base.iloc[0]) if len(base) else ""
         axes[0].set_yticks(np.arange(len(methods)))

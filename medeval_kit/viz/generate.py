@@ -122,7 +122,7 @@ def plot_stage0_overlap(overlap: pd.DataFrame, *, ax=None):
     ax.set_xlim(-0.02, 1.02)
     ax.set_xlabel("share matching the experts' choice for the same note (95% CI, notes resampled)")
     note_no_interval(ax, reasons)
-    ax.legend(fontsize=6, frameon=False, loc="upper right")
+    ax.legend(fontsize=6, frameon=False, loc="center right", bbox_to_anchor=(1.0, 0.27))  # rows with no data there
     return fig
 
 
