@@ -191,13 +191,21 @@ def _judge_labels(judgments: pd.DataFrame, policy: str) -> list[pd.DataFrame]:
 def _vs_humans(judgments: pd.DataFrame, humans: pd.DataFrame, *, policy: str, n_boot: int,
                seed: int) -> pd.DataFrame:
     """The judge scored like a held-out annotator against the human ``annotations`` (A/B/tie)."""
+    return labels_vs_humans(_judge_labels(judgments, policy), humans, policy=policy, n_boot=n_boot, seed=seed)
+
+
+def labels_vs_humans(parts: list[pd.DataFrame], humans: pd.DataFrame, *, policy: str, n_boot: int, seed: int,
+                     neutral_as_tie: bool = False) -> pd.DataFrame:
+    """Judge labels (one annotations-shaped frame per judge; the first one's items count as judged) scored
+    like held-out annotators against the human ``annotations``; ``neutral_as_tie`` reads "neither" as tie."""
     hum = humans[humans["rater_kind"] == "human"] if "rater_kind" in humans.columns else humans
     raters = sorted(hum["rater"].unique())
-    parts = _judge_labels(judgments, policy)
     judged = set(parts[0]["item"])
     hum = hum[hum["item"].isin(judged)].assign(rater_kind="human")
-    ann = pd.concat([hum[["item", "rater", "rater_kind", "criterion", "label"]]] + parts, ignore_index=True)
     labels = pd.concat(parts)
+    if neutral_as_tie:
+        labels["label"] = labels["label"].replace({"neither": "tie"})
+    ann = pd.concat([hum[["item", "rater", "rater_kind", "criterion", "label"]], labels], ignore_index=True)
     out = agreement.judge_vs_humans(ann, raters, sorted(set(labels["rater"])), categories=list(HUMAN_LABELS),
                                     n_boot=n_boot, seed=seed).to_frame()
     out["n_judge_labels"] = out["rater"].map(labels.groupby("rater")["label"].apply(lambda s: int(s.notna().sum())))

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from medeval_kit import agreement, bias
+from medeval_kit import bias
 from medeval_kit.pairwise import ORDERS, majority_over_repeats, unswap, win_rate
 from medeval_kit.pairwise.resolve import CALIBRATED_POLICIES, resolve_pairwise
 from medeval_kit.prompts import Prompt, PromptError, Rubric
@@ -24,7 +24,7 @@ from .. import engine
 from ..engine import Call, JudgeError
 from ..registry import protocol
 from ..summary import to_annotations
-from .pairwise import HUMAN_LABELS, _calls, _check_orders, _criteria, _Job
+from .pairwise import _calls, _check_orders, _criteria, _Job, labels_vs_humans
 
 __all__ = ["judge_pairwise_mec", "mec_schema", "TEMPLATE", "SAMPLE_TEMPERATURE"]
 
@@ -86,20 +86,8 @@ def _judge_labels(judgments: pd.DataFrame, policy: str) -> list[pd.DataFrame]:
 def _vs_humans(judgments: pd.DataFrame, humans: pd.DataFrame, *, policy: str, n_boot: int,
                seed: int) -> pd.DataFrame:
     """The judge scored like a held-out annotator against the human ``annotations`` (A/B/tie)."""
-    hum = humans[humans["rater_kind"] == "human"] if "rater_kind" in humans.columns else humans
-    raters = sorted(hum["rater"].unique())
-    parts = _judge_labels(judgments, policy)
-    judged = set(parts[0]["item"])
-    hum = hum[hum["item"].isin(judged)].assign(rater_kind="human")
-    labels = pd.concat(parts)
-    labels["label"] = labels["label"].replace({"neither": "tie"})
-    ann = pd.concat([hum[["item", "rater", "rater_kind", "criterion", "label"]], labels], ignore_index=True)
-    out = agreement.judge_vs_humans(ann, raters, sorted(set(labels["rater"])), categories=list(HUMAN_LABELS),
-                                    n_boot=n_boot, seed=seed).to_frame()
-    out["n_judge_labels"] = out["rater"].map(labels.groupby("rater")["label"].apply(lambda s: int(s.notna().sum())))
-    out["n_judged_items"] = len(judged)
-    out["order_policy"] = policy
-    return out
+    return labels_vs_humans(_judge_labels(judgments, policy), humans, policy=policy, n_boot=n_boot, seed=seed,
+                            neutral_as_tie=True)
 
 
 # =========================================================================== the protocol
