@@ -76,7 +76,8 @@ POLARITIES = ("normal", "reversed")
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 _SECTION = re.compile(r"^##[ \t]+(system|user)[ \t]*$", re.MULTILINE | re.IGNORECASE)
-_ESC_OPEN, _ESC_CLOSE = "\x00LBRACE\x00", "\x00RBRACE\x00"
+# One pass over the template: an escaped brace pair or a placeholder, never the inserted values.
+_TOKEN = re.compile(r"\{\{\{\{|\}\}\}\}|" + _PLACEHOLDER.pattern)
 
 
 class PromptError(MedevalError, ValueError):
@@ -149,10 +150,8 @@ class Prompt:
 
 
 def _fill(text: str, values: dict[str, str]) -> str:
-    text = text.replace("{{{{", _ESC_OPEN).replace("}}}}", _ESC_CLOSE)
-    # One pass: substituted values are never re-scanned for placeholders.
-    text = _PLACEHOLDER.sub(lambda m: values[m.group(1)], text)
-    return text.replace(_ESC_OPEN, "{{").replace(_ESC_CLOSE, "}}")
+    """The template with ``{{{{``/``}}}}`` as ``{{``/``}}`` and each placeholder replaced by its value verbatim."""
+    return _TOKEN.sub(lambda m: values[m.group(1)] if m.group(1) else m.group(0)[:2], text)
 
 
 def _split_front_matter(text: str, where: str) -> tuple[dict, str]:

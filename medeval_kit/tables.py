@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["save_table", "format_number", "format_frame", "CSV_DIGITS", "TEXT_DIGITS", "DIGITS"]
+__all__ = ["save_table", "format_number", "format_frame", "escape_markdown", "spreadsheet_safe", "CSV_DIGITS",
+           "TEXT_DIGITS", "DIGITS"]
 
 CSV_DIGITS = 6
 """Significant digits of a float in CSV: enough for every comparison with a published number."""
@@ -62,6 +63,93 @@ def format_number(v: Any, digits: int = CSV_DIGITS) -> Any:
         if f.is_integer() and abs(f) < _WHOLE:
             return str(int(f))
         return f"{f:.{digits}g}"
+    return v
+
+
+# --------------------------------------------------------------------------- escaping user text
+# Markdown punctuation written as numeric character references: a reference is literal text to every Markdown
+# (CommonMark, Python-Markdown as in marimo), inside HTML too, and needs no renderer-specific backslash rule.
+_MD_PUNCT = {c: f"&#{ord(c)};" for c in "\\`*[]{}|~$"}
+_MD_RE = re.compile(r"[\\`*\[\]{}|~$]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+# indentation, or a heading, list or rule marker, opening the text
+_BLOCK_START = re.compile(r"^([ \t]*)(?:(#)|([+=-])(?=[\s+=-]|$)|(\d+)([.)])(?=\s|$))?")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def escape_markdown(text: Any, *, newline: str = "<br>", quote: bool = True) -> str:
+    """Return ``text`` as inert text for Markdown and HTML: it renders as written and adds no markup.
+
+    ``& < > " '`` become HTML entities; Markdown punctuation (backslash, backtick, ``* [ ] { } | ~ $``, and
+    ``_`` except inside a word, where it cannot mark emphasis) becomes a numeric character reference; a
+    heading, list or rule marker that opens the text is neutralised the same way; line breaks become
+    ``newline`` (``<br>``, or ``" "`` for one line). The result is safe in a paragraph, a pipe-table cell,
+    an HTML element or a quoted attribute, never inside a code span (use ``<code>`` around it instead).
+
+    Parameters
+    ----------
+    text : Any
+        The user's string (column, file, judge, label name, a cell, a message quoting them); ``None`` is "".
+    newline : str
+        What a line break (``\\n``, ``\\r\\n``, ``\\r``) becomes.
+    quote : bool
+        Escape ``"`` and ``'`` too (default); ``False`` only where the text can never reach an attribute.
+
+    Returns
+    -------
+    str
+
+    Example
+    -------
+    >>> escape_markdown("a` <b>*x*</b> `b")
+    'a&#96; &lt;b&gt;&#42;x&#42;&lt;/b&gt; &#96;b'
+    >>> escape_markdown("cohen_kappa 0.85 (n = 12)")
+    'cohen_kappa 0.85 (n = 12)'
+    """
+    if text is None:
+        return ""
+    s = html.escape(str(text), quote=quote)
+    s = _MD_RE.sub(lambda m: _MD_PUNCT.get(m.group(0), "&#95;"), s)
+    s = _BLOCK_START.sub(_neutral_start, s, count=1)
+    return _LINE_BREAK.sub(newline, s)
+
+
+def _neutral_start(m: re.Match) -> str:
+    lead = m.group(1).replace(" ", "&#32;").replace("\t", "&#9;")  # indentation would open a code block
+    mark = m.group(2) or m.group(3)
+    if mark:
+        return f"{lead}&#{ord(mark)};"
+    return f"{lead}{m.group(4)}&#{ord(m.group(5))};" if m.group(4) else lead
+
+
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# a number (a percentage too: "+16.29%" is a printed value, and a spreadsheet reads it as a number)
+_NUMBER = re.compile(r"[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?%?|inf|infinity|nan)", re.IGNORECASE)
+
+
+def spreadsheet_safe(v: Any) -> Any:
+    """Return a CSV cell a spreadsheet will not run: text opening with ``= + - @``, tab or CR gets a leading ``'``.
+
+    Only text is changed, and never text that is wholly a number (``"-0.41"``, ``"+1e3"``, ``"-inf"``,
+    ``"+16.29%"``);
+    numbers and other values come back unchanged (OWASP CSV-injection guidance).
+
+    Parameters
+    ----------
+    v : Any
+        A cell (or a column name) about to be written to CSV.
+
+    Returns
+    -------
+    Any
+        ``"'" + v`` for formula-leading text, else ``v``.
+
+    Example
+    -------
+    >>> [spreadsheet_safe(v) for v in ("=1+1", "-x", "-0.41", -0.41, "ok")]
+    ["'=1+1", "'-x", '-0.41', -0.41, 'ok']
+    """
+    if isinstance(v, str) and v.startswith(_FORMULA_START) and not _NUMBER.fullmatch(v):
+        return "'" + v
     return v
 
 
@@ -118,9 +206,11 @@ def save_table(
     Numbers are written at fixed significant digits per column type (module doc): floats at 6 in CSV and
     4 in Markdown and LaTeX (``float_format``, e.g. ``"{:.3f}"``, overrides the latter), integers whole,
     and ``digits`` (column -> significant digits) keeps chosen columns more precise. The same table gives
-    the same bytes on every machine. In Markdown, text cells are made safe: HTML in the data is escaped,
-    ``|`` becomes ``\|`` and line breaks become ``<br>``, so a model reply can never break the table or
-    inject markup.
+    the same bytes on every machine. In CSV, text that a spreadsheet would run as a formula (opening with
+    ``= + - @``, tab or CR, and not wholly a number) gets a leading ``'`` (:func:`spreadsheet_safe`). In
+    LaTeX, the specials are escaped and a line break in a cell becomes a space. In Markdown, text cells are
+    made safe: HTML in the data is escaped, ``|`` becomes ``\|`` and line breaks become ``<br>``, so a model
+    reply can never break the table or inject markup.
 
     >>> import pandas as pd, tempfile
     >>> paths = save_table(pd.DataFrame({"x": [1.23456]}), "t", tempfile.mkdtemp())
@@ -130,7 +220,7 @@ def save_table(
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / f"{name}.csv", "md": out / f"{name}.md", "tex": out / f"{name}.tex"}
-    format_frame(df, CSV_DIGITS, columns=digits).to_csv(paths["csv"], index=index)
+    _spreadsheet_frame(df, format_frame(df, CSV_DIGITS, columns=digits)).to_csv(paths["csv"], index=index)
     shown = format_frame(df, TEXT_DIGITS, columns=digits, float_format=float_format).astype(object)
     shown = shown.where(shown.notna(), "")  # a missing text cell is empty, as in the CSV
     numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)
@@ -142,7 +232,7 @@ def save_table(
         md = f"{caption}\n\n{md}"
     paths["md"].write_text(md + "\n")
     paths["tex"].write_text(
-        shown.to_latex(index=index, caption=caption, label=f"tab:{name}", escape=True) + "\n"
+        _one_line(shown).to_latex(index=index, caption=caption, label=f"tab:{name}", escape=True) + "\n"
     )
     return paths
 
@@ -161,4 +251,32 @@ def _markdown_safe(df: pd.DataFrame) -> pd.DataFrame:
         if not pd.api.types.is_numeric_dtype(out[col].dtype):
             out[col] = out[col].map(_md_cell)
     out.columns = [_md_cell(str(c)) for c in out.columns]
+    return out
+
+
+def _spreadsheet_frame(df: pd.DataFrame, csv: pd.DataFrame) -> pd.DataFrame:
+    """``csv`` (the formatted ``df``) with formula-leading text cells and names prefixed by ``'``.
+
+    Which cells are text is read from ``df``: a number formatted as ``"-0.41"`` is never prefixed."""
+    out = csv.copy()
+    for k in range(df.shape[1]):
+        col = df.iloc[:, k]
+        if pd.api.types.is_numeric_dtype(col.dtype) or pd.api.types.is_bool_dtype(col.dtype):
+            continue
+        risky = col.map(lambda v: isinstance(v, str) and spreadsheet_safe(v) is not v)
+        if risky.any():
+            out.iloc[:, k] = out.iloc[:, k].astype(object).where(~risky.to_numpy(), col.map(spreadsheet_safe))
+    out.columns = [spreadsheet_safe(c) if isinstance(c, str) else c for c in df.columns]
+    if out.index.dtype == object:
+        out.index = [spreadsheet_safe(v) for v in out.index]
+    return out
+
+
+def _one_line(df: pd.DataFrame) -> pd.DataFrame:
+    """Text cells and names with line breaks (and the blank lines they make) as one space: LaTeX-safe rows."""
+    def one(v):
+        return re.sub(r" *(?:\r\n|\r|\n)[\s]*", " ", v) if isinstance(v, str) else v
+
+    out = df.map(one)
+    out.columns = [one(c) for c in df.columns]
     return out

@@ -63,7 +63,7 @@ def _(apps, mapping, mo, raw, source):
     prepared, problem = apps.attempt(apps.annotations_from_table, raw, mapping.value, source=source)
     mo.stop(bool(problem), apps.problem_callout(problem))
     ann_all, kind_humans, label_notes = prepared
-    mo.md("; ".join(label_notes)) if label_notes else None
+    mo.md(apps.notes_markdown(label_notes)) if label_notes else None
     return ann_all, kind_humans
 
 

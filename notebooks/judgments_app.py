@@ -97,14 +97,8 @@ def _(apps, criterion, judge, judgments, mo, n_boot, only_flips):
     shown = flips[flips["flip"]] if only_flips.value else flips
     bias = apps.position_summary(judgments, judge=judge.value, criterion=criterion.value,
                                  n_boot=n_boot.value).set_index("metric")
-    fr, fs = bias.loc["flip_rate"], bias.loc["first_slot_rate"]
-    mo.md(
-        f"**{judge.value} / {criterion.value}**: {len(flips)} items judged in both orders; "
-        f"<span id='n-flips'>{n_flip}</span> flips; flip rate {fr['estimate']:.1%} "
-        f"[{fr['ci_low']:.1%}, {fr['ci_high']:.1%}] (n = {int(fr['n_items'])} pairs with both orders parsed, "
-        f"{n_boot.value} bootstrap resamples); first slot wins {fs['estimate']:.1%} of decisive calls; "
-        f"parse failures: {int(flips['n_failed'].sum())}. Showing <span id='n-shown'>{len(shown)}</span> items."
-    )
+    mo.md(apps.flip_summary_markdown(flips, bias, judge=judge.value, criterion=criterion.value,
+                                     n_boot=n_boot.value, n_shown=len(shown)))
     return flips, n_flip, shown
 
 
@@ -122,10 +116,9 @@ def _(apps, mo, shown, table):
     row = (shown[shown["item"] == pick["item"].iloc[0]] if len(pick) else shown).iloc[0] if len(shown) else None
     mo.stop(row is None, mo.md("_No items match._"))
     mo.vstack([
-        mo.md(f"**{apps.shown_text(row['item'])}**: {apps.shown_text(row['question'])}\n\n"
-              f"AB order said **{row['verdict_AB']}**, BA order said **{row['verdict_BA']}**."),
-        mo.hstack([mo.md(f"**Response A**\n\n{apps.shown_text(row['text_a'])}"),
-                   mo.md(f"**Response B**\n\n{apps.shown_text(row['text_b'])}")], widths="equal"),
+        mo.md(apps.pair_markdown(row)),
+        mo.hstack([mo.md(apps.response_markdown(row, "a")), mo.md(apps.response_markdown(row, "b"))],
+                  widths="equal"),
     ])
     return
 

@@ -122,7 +122,7 @@ def _(apps, component, item, mo, traces):
 @app.cell
 def _(apps, item, mo, traces):
     texts = apps.round_texts(traces, item.value)
-    mo.accordion({k: mo.md(apps.shown_text(v)) for k, v in texts.items()}) if texts else None
+    mo.accordion({apps.shown_text(k): mo.md(apps.shown_text(v)) for k, v in texts.items()}) if texts else None
     return
 
 

@@ -132,3 +132,15 @@ def test_bad_rubric(tmp_path):
         load_rubric("empty", root=tmp_path)
     with pytest.raises(PromptError, match="does not exist"):
         load_rubric("nope", root=tmp_path)
+
+
+@pytest.mark.parametrize("value", [
+    "\x00LBRACE\x00", "\x00RBRACE\x00", "\x00LBRACE\x00x\x00RBRACE\x00",  # the template's internal sentinels
+    "{", "}", "{{", "}}", "{{{{", "}}}}", "{answer}", "{{answer}}", "{{{{answer}}}}", "\\1 \\g<0>",
+])
+def test_render_inserts_any_value_verbatim(value):
+    """Issue 20 finding 9: a value holding the brace sentinel came out as '{{'; values are never re-read."""
+    p = parse_prompt(GOOD)
+    user = p.render(question=value, answer="ans")[1]["content"]
+    assert user == f"Q: {value} A: ans literal {{{{x}}}} and {{\"json\": 1}}"
+    assert p.render(question="q", answer=value)[0]["content"] == "Sys q"

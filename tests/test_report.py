@@ -225,3 +225,19 @@ def test_report_lists_every_published_number_of_the_golden_tests(tmp_path):
         assert f"<b>{paper}</b>" in summary
     assert set(rep.papers["paper"]) >= {g[0] for g in GOLDEN}
     assert (rep.papers[["reproduced", "differs", "not recoverable"]].sum(axis=1) == rep.papers["numbers"]).all()
+
+
+def test_paper_names_from_the_data_file_are_escaped_in_markdown(outputs):
+    """Issue 20 finding 9: report.md printed a paper's short name, citation and link as raw HTML / Markdown."""
+    (outputs / "data" / "published").mkdir(parents=True)
+    hostile = '<img src=x onerror="alert(1)"> *P* [x](javascript:alert(1))'
+    (outputs / "data" / "published" / "p-2024.yaml").write_text(
+        f"id: p-2024\nshort: '{hostile}'\ncitation: 'Ann Author <script>alert(1)</script>. A *paper*. Venue 2024.'\n"
+        "url: 'https://example.org/p><script>alert(2)</script>'\n"
+        "numbers:\n  - {id: k, source: Table 1, quantity: kappa, value: '0.85'}\n")
+    rep = build_report(outputs)
+    md, page = rep.md_path.read_text(), rep.html_path.read_text()
+    for raw in ("<img src=x", "<script>alert", "*P*", "[x](", "*paper*", "org/p><"):
+        assert raw not in md, raw
+        assert raw not in page or raw in ("*P*", "[x](", "*paper*"), raw  # HTML needs no Markdown escapes
+    assert "&lt;img src=x onerror=" in md and "&lt;script&gt;alert(1)&lt;/script&gt;" in md

@@ -25,10 +25,11 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.errors import DataFileError, MedevalError, SchemaError
+from medeval_kit.tables import escape_markdown
 
 from .bundled import _text, load_annotations_for_app, load_judgments_for_app, load_rounds_for_app
 
-__all__ = ['Role', 'ROLES', 'TABLES', 'UPLOAD_TYPES', 'BUNDLED', 'read_upload', 'app_table', 'guess_mapping', 'check_mapping', 'roles_markdown', 'table_note', 'attempt', 'annotations_from_table', 'judgments_from_table', 'unknown_verdicts', 'rounds_from_table', 'mapping_form', 'problem_callout', 'flip_table', 'position_summary', 'shown_text']
+__all__ = ['Role', 'ROLES', 'TABLES', 'UPLOAD_TYPES', 'BUNDLED', 'read_upload', 'app_table', 'guess_mapping', 'check_mapping', 'roles_markdown', 'table_note', 'attempt', 'annotations_from_table', 'judgments_from_table', 'unknown_verdicts', 'rounds_from_table', 'mapping_form', 'problem_callout', 'flip_table', 'position_summary', 'shown_text', 'notes_markdown', 'flip_summary_markdown', 'pair_markdown', 'response_markdown']
 
 UPLOAD_TYPES = [".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".json", ".parquet", ".pq"]
 """File types the upload accepts: what :func:`medeval_kit.datasets.read_table` reads."""
@@ -163,9 +164,20 @@ def app_table(app: str, files: Sequence, bundled: str) -> tuple[pd.DataFrame | N
 
 
 def table_note(table: pd.DataFrame, source: str) -> str:
-    """Return a one-line Markdown note: which data is shown, its rows and columns."""
-    cols = ", ".join(f"`{c}`" for c in table.columns[:20]) + (" ..." if table.shape[1] > 20 else "")
-    return f"Showing <b id='data-source'>{html.escape(source)}</b>: {len(table):,} rows; columns {cols}."
+    """Return a one-line Markdown note: which data is shown, its rows and columns.
+
+    Column names sit in ``<code>`` elements, escaped by :func:`~medeval_kit.tables.escape_markdown`: a
+    backtick in a name cannot close a Markdown code span and let the rest of the name through as HTML.
+    """
+    cols = ", ".join(f"<code>{escape_markdown(c, newline=' ')}</code>" for c in table.columns[:20])
+    more = " ..." if table.shape[1] > 20 else ""
+    return (f"Showing <b id='data-source'>{escape_markdown(source, newline=' ')}</b>: {len(table):,} rows; "
+            f"columns {cols}{more}.")
+
+
+def notes_markdown(notes: Sequence[str]) -> str:
+    """Return the reader's notes (which quote the user's labels) as one escaped Markdown line."""
+    return "; ".join(escape_markdown(n, newline=" ") for n in notes)
 
 
 def roles_markdown(app: str) -> str:
@@ -416,8 +428,73 @@ def flip_table(judgments: pd.DataFrame, *, judge: str, criterion: str) -> pd.Dat
 
 
 def shown_text(v) -> str:
-    """Return a cell as text safe inside Markdown: HTML escaped, "" for a missing value."""
-    return html.escape(_text(v) or "")
+    """Return a cell as text safe inside Markdown (:func:`~medeval_kit.tables.escape_markdown`), "" when missing."""
+    return escape_markdown(_text(v) or "")
+
+
+def flip_summary_markdown(flips: pd.DataFrame, bias: pd.DataFrame, *, judge: str, criterion: str, n_boot: int,
+                          n_shown: int) -> str:
+    """Return the judgments app's summary line: flips, flip rate with its CI, first-slot rate, parse failures.
+
+    Parameters
+    ----------
+    flips : pandas.DataFrame
+        :func:`flip_table` of the judge and criterion.
+    bias : pandas.DataFrame
+        :func:`position_summary` indexed by ``metric``.
+    judge, criterion : str
+        The user's names, escaped here.
+    n_boot, n_shown : int
+        Bootstrap resamples, and how many items the table below shows.
+
+    Returns
+    -------
+    str
+        Markdown; the counts carry the ids ``n-flips`` and ``n-shown``.
+
+    Example
+    -------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> j = synthetic_pairwise(n_items=20, judges=("j1",), criteria=("overall",), seed=0)
+    >>> flips = flip_table(j, judge="j1", criterion="overall")
+    >>> bias = position_summary(j, judge="j1", criterion="overall", n_boot=50).set_index("metric")
+    >>> flip_summary_markdown(flips, bias, judge="j1", criterion="overall", n_boot=50, n_shown=20)[:36]
+    '**j1 / overall**: 20 items judged in'
+    """
+    fr, fs = bias.loc["flip_rate"], bias.loc["first_slot_rate"]
+    who = f"{escape_markdown(judge, newline=' ')} / {escape_markdown(criterion, newline=' ')}"
+    return (f"**{who}**: {len(flips)} items judged in both orders; "
+            f"<span id='n-flips'>{int(flips['flip'].sum())}</span> flips; flip rate {fr['estimate']:.1%} "
+            f"[{fr['ci_low']:.1%}, {fr['ci_high']:.1%}] (n = {int(fr['n_items'])} pairs with both orders parsed, "
+            f"{n_boot} bootstrap resamples); first slot wins {fs['estimate']:.1%} of decisive calls; "
+            f"parse failures: {int(flips['n_failed'].sum())}. Showing <span id='n-shown'>{n_shown}</span> items.")
+
+
+def pair_markdown(row: Mapping[str, Any]) -> str:
+    r"""Return one pair's heading: item, question and the verdict in each order (``<failed>`` shown as written).
+
+    Parameters
+    ----------
+    row : Mapping
+        A row of :func:`flip_table` (``item``, ``verdict_AB``, ``verdict_BA``, optionally ``question``).
+
+    Returns
+    -------
+    str
+        Markdown with every value escaped.
+
+    Example
+    -------
+    >>> pair_markdown({"item": "p1", "question": "q?", "verdict_AB": "<failed>", "verdict_BA": "A"})
+    '**p1**: q?\n\nAB order said **&lt;failed&gt;**, BA order said **A**.'
+    """
+    return (f"**{shown_text(row['item'])}**: {shown_text(row.get('question'))}\n\n"
+            f"AB order said **{shown_text(row['verdict_AB'])}**, BA order said **{shown_text(row['verdict_BA'])}**.")
+
+
+def response_markdown(row: Mapping[str, Any], side: str) -> str:
+    """Return ``**Response A**`` (``side="a"``) or B and its text, escaped, as Markdown."""
+    return f"**Response {side.upper()}**\n\n{shown_text(row.get(f'text_{side}'))}"
 
 
 def position_summary(judgments: pd.DataFrame, *, judge: str, criterion: str, n_boot: int = 1000,

@@ -284,11 +284,14 @@ def _params(parameters: str) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 
-def _md_table(df: pd.DataFrame, right: tuple[str, ...] = ()) -> str:
-    """A compact pipe table of string cells, escaped by :func:`medeval_kit.tables._markdown_safe`."""
+def _md_table(df: pd.DataFrame, right: tuple[str, ...] = (), raw: tuple[str, ...] = ()) -> str:
+    """A compact pipe table of string cells, escaped by :func:`medeval_kit.tables._markdown_safe` (except the
+    ``raw`` columns, escaped by the caller)."""
     from medeval_kit.tables import _markdown_safe
 
     safe = _markdown_safe(df.astype(str))
+    for c in raw:
+        safe[c] = df[c].tolist()
     align = ["--:" if c in right else ":--" for c in df.columns]
     lines = ["| " + " | ".join(safe.columns) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in safe.itertuples(index=False)]
@@ -307,8 +310,21 @@ def _published_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _md_text(v) -> str:
-    """Free text for a Markdown paragraph or list item: HTML escaped, on one line."""
-    return html.escape(" ".join(str(v).split()), quote=False)
+    """Free text for a Markdown paragraph or list item: inert (:func:`~medeval_kit.tables.escape_markdown`),
+    on one line."""
+    from medeval_kit.tables import escape_markdown
+
+    return escape_markdown(" ".join(str(v).split()), quote=False)  # Markdown text, never an attribute
+
+
+_SAFE_URL = re.compile(r"https?://[^\s<>\"'`]+")
+
+
+def _md_url(url: str) -> str:
+    """`` <url>`` (an autolink) for a plain http(s) address, else the text escaped; "" for no address."""
+    if not url:
+        return ""
+    return f" <{url}>" if _SAFE_URL.fullmatch(url) else f" {_md_text(url)}"
 
 
 def _link(base: Path, out: Path, rel: str) -> str:
@@ -324,13 +340,15 @@ def _markdown(pub, papers, figs, tabs, cites, descriptions, base: Path, out: Pat
           "## Summary", "", _overview(pub, papers, figs, tabs), "", RULE, ""]
     if len(papers):
         rows = pd.DataFrame({
-            "paper": [f"**{p}** — {cites[p][1]}" if cites[p][1] else f"**{p}**" for p in papers["paper"]],
+            "paper": [f"**{_md_text(p)}** — {_md_text(cites[p][1])}" if cites[p][1] else f"**{_md_text(p)}**"
+                      for p in papers["paper"]],
             **{f"{SYMBOLS[k]} {k}": papers[k].astype(str) for k in STATUSES},
             "numbers": papers["numbers"].astype(str), "studies": papers["studies"],
         })
-        md += [_md_table(rows, right=tuple(c for c in rows.columns if c not in ("paper", "studies"))), ""]
-        md += [f"- **{p}**: {_md_text(cites[p][0]) or 'no data file data/published/' + p + '.yaml'}"
-               + (f" <{cites[p][2]}>" if cites[p][2] else "") for p in papers["paper"]]
+        md += [_md_table(rows, right=tuple(c for c in rows.columns if c not in ("paper", "studies")),
+                         raw=("paper",)), ""]
+        md += [f"- **{_md_text(p)}**: {_md_text(cites[p][0]) or _md_text('no data file data/published/' + p + '.yaml')}"
+               + _md_url(cites[p][2]) for p in papers["paper"]]
         md.append("")
     else:
         md += ["_No study wrote published_numbers.csv yet._", ""]
@@ -345,7 +363,7 @@ def _markdown(pub, papers, figs, tabs, cites, descriptions, base: Path, out: Pat
             c = _status_counts(sp)
             md += ["### Published numbers", "", " · ".join(f"{SYMBOLS[k]} **{k}**: {c[k]}" for k in STATUSES), ""]
             for paper, rows in sp.groupby("paper", sort=False):
-                md += [f"#### {paper}", "", _md_table(_published_rows(rows), right=("published", "ours")), ""]
+                md += [f"#### {_md_text(paper)}", "", _md_table(_published_rows(rows), right=("published", "ours")), ""]
         sf = figs[figs["study"] == study]
         if len(sf):
             md += ["### Figures", ""]
