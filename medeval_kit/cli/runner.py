@@ -16,6 +16,10 @@ study's committed table (``../tables/judging/judgments.csv``) reads the output o
 Only ``publish=True`` (``medeval run --publish``, used by ``make figures``) writes the committed
 ``figures/<study>/`` and ``tables/<study>/``. Independent runs execute in parallel; a failed run skips
 only the runs that need it.
+
+Issue 20: parameter values are plain data (:mod:`medeval_kit.cli.params`), study and run names are plain names
+and every output stays in its output folder; a study may set ``budget_usd:``, one cap for the whole run
+(:mod:`medeval_kit.cli.budget`); a run whose LLM calls failed fails (:mod:`medeval_kit.cli.calllog`).
 """
 
 from __future__ import annotations
@@ -26,15 +30,18 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from medeval_kit import paths
+from medeval_kit.cli.budget import decimal_text, new_run_id, run_budget, run_environment, spend_line
+from medeval_kit.cli.calllog import CALL_LOG, CallStats, read_call_log
+from medeval_kit.cli.params import Typed as _Typed
+from medeval_kit.cli.params import check_inside, check_plain, parse_assignments, positive_usd
+from medeval_kit.cli.studies import Run, Study, load_studies
 from medeval_kit.errors import ParameterError, StudyError
 
 __all__ = [
@@ -47,6 +54,9 @@ __all__ = [
     "run_studies",
     "run_folder",
     "project_root",
+    "parse_assignments",
+    "read_call_log",
+    "run_budget",
 ]
 
 INJECTED = ("study", "figures_dir", "tables_dir")
@@ -60,35 +70,9 @@ def project_root() -> Path:
     return paths.root()
 
 
-@dataclass(frozen=True)
-class Run:
-    """One notebook execution in a study."""
-
-    study: str
-    name: str
-    notebook: str
-    parameters: Mapping[str, Any] = field(default_factory=dict)
-    needs: tuple[str, ...] = ()
-
-    @property
-    def id(self) -> str:
-        """``study/name``, unique over all studies."""
-        return f"{self.study}/{self.name}"
-
-
-@dataclass(frozen=True)
-class Study:
-    """A named, ordered list of runs."""
-
-    name: str
-    description: str
-    runs: tuple[Run, ...]
-    path: Path
-
-
 @dataclass
 class RunResult:
-    """The outcome of one run: ``ok``, ``failed`` or ``skipped``, with where it failed."""
+    """The outcome of one run: ``ok``, ``failed`` or ``skipped``, with where it failed and its LLM calls."""
 
     run: Run
     status: str
@@ -96,48 +80,18 @@ class RunResult:
     output: str = ""
     cell: int | None = None
     error: str = ""
+    calls: CallStats = field(default_factory=CallStats)
 
     def line(self) -> str:
         """Return a one-line human summary."""
+        calls = self.calls.summary()
+        calls = f"  [{calls}]" if calls else ""
         if self.status == "ok":
-            return f"ok       {self.run.id:<40} {self.seconds:6.1f}s  -> {self.output}"
+            return f"ok       {self.run.id:<40} {self.seconds:6.1f}s  -> {self.output}{calls}"
         if self.status == "skipped":
             return f"skipped  {self.run.id:<40} {self.error}"
         where = f" cell {self.cell}" if self.cell is not None else ""
-        return f"FAILED   {self.run.id:<40} {self.run.notebook}{where}: {self.error}"
-
-
-def load_studies(folder: str | Path | None = None) -> dict[str, Study]:
-    """Return every study defined in ``folder`` (default ``studies/``), validated."""
-    root = project_root()
-    d = Path(folder) if folder else root / "studies"
-    if not d.is_dir():
-        raise StudyError(f"{d}: no studies folder")
-    studies: dict[str, Study] = {}
-    for p in sorted(d.glob("*.yaml")):
-        try:
-            spec = yaml.safe_load(p.read_text()) or {}
-        except yaml.YAMLError as exc:
-            raise StudyError(f"{p}: not valid YAML: {exc}") from None
-        if not isinstance(spec, dict) or not isinstance(spec.get("runs"), list) or not spec["runs"]:
-            raise StudyError(f"{p}: expected a mapping with a non-empty 'runs' list")
-        name = spec.get("name", p.stem)
-        runs = []
-        for i, r in enumerate(spec["runs"]):
-            if not isinstance(r, dict) or "notebook" not in r:
-                raise StudyError(f"{p}: runs[{i}] needs a 'notebook' key")
-            unknown = set(r) - {"name", "notebook", "parameters", "needs"}
-            if unknown:
-                raise StudyError(f"{p}: runs[{i}] has unknown key(s) {sorted(unknown)}")
-            nb = r["notebook"]
-            run_name = r.get("name", Path(nb).stem)
-            runs.append(Run(name, run_name, nb, dict(r.get("parameters") or {}), tuple(r.get("needs") or ())))
-        names = [r.name for r in runs]
-        dup = {n for n in names if names.count(n) > 1}
-        if dup:
-            raise StudyError(f"{p}: run names must be unique; repeated: {sorted(dup)}")
-        studies[name] = Study(name, spec.get("description", ""), tuple(runs), p)
-    return studies
+        return f"FAILED   {self.run.id:<40} {self.run.notebook}{where}: {self.error}{calls}"
 
 
 def notebook_parameters(notebook: str | Path) -> dict[str, dict]:
@@ -188,6 +142,7 @@ def check_parameters(notebook: str | Path, values: Mapping[str, Any]) -> dict[st
         want = _TYPES.get(str(tname).split("[")[0])
         if isinstance(value, _Typed):  # -p name=yes / =2024 / =null: a str parameter keeps the text
             value = value.raw if want is str else value.value
+        check_plain(value, f"{Path(str(notebook)).name}: parameter {key!r}")
         if want is None or value is None:
             out[key] = value
             continue
@@ -200,32 +155,6 @@ def check_parameters(notebook: str | Path, values: Mapping[str, Any]) -> dict[st
                 f"got {type(value).__name__} {value!r}"
             )
         out[key] = value
-    return out
-
-
-class _Typed:
-    """A -p value read as YAML, with the text it came from (a ``str`` parameter takes the text)."""
-
-    def __init__(self, value: Any, raw: str) -> None:
-        self.value, self.raw = value, raw
-
-
-def parse_assignments(pairs: Iterable[str], *, cwd: str | Path | None = None) -> dict[str, Any]:
-    """Return ``{key: value}`` from ``key=value`` strings; values are read as YAML scalars.
-
-    A value of a key ending in ``_path`` that names an existing file or folder relative to ``cwd``
-    (the caller's working directory) becomes absolute, since notebooks run in ``notebooks/``.
-    """
-    out = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise ParameterError(f"-p expects key=value, got {pair!r}")
-        key, raw = (t.strip() for t in pair.split("=", 1))
-        if key.endswith("_path") and raw and not Path(raw).is_absolute():
-            where = Path(cwd or Path.cwd()) / raw
-            raw = str(where.resolve()) if where.exists() else raw
-        value = yaml.safe_load(raw) if raw != "" else ""
-        out[key] = value if isinstance(value, str) else _Typed(value, raw)
     return out
 
 
@@ -281,6 +210,9 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
     t0 = time.perf_counter()
+    log = Path(out).parent / CALL_LOG  # the kernel's LLM clients append their call records here
+    log.unlink(missing_ok=True)
+    os.environ["MEDEVAL_CALL_LOG"] = str(log)
     with _kernel_stderr() as captured:  # the kernel's own chatter is shown only when the run fails
         for attempt in range(3):
             try:
@@ -326,15 +258,16 @@ def _kernel_stderr():
 def run_folder(run: Run, out: str | Path | None = None) -> Path:
     """Return the folder of one run's outputs: ``<out>/<study>/<name>/`` (``out`` defaults to ``runs/``)."""
     base = Path(out).expanduser().resolve() if out else project_root() / "runs"
-    return base / run.study / run.name
+    return check_inside(base / run.study / run.name, base, f"run folder of {run.id}")
 
 
 def _output_dirs(run: Run, folder: Path, publish: bool) -> dict[str, str]:
     """``figures_dir`` and ``tables_dir`` of a run: its own folder, or the committed ones when publishing."""
     if publish:
         root = project_root()
-        return {f"{kind}_dir": str(root / kind / run.study) for kind in COMMITTED}
-    return {f"{kind}_dir": str(folder / kind) for kind in COMMITTED}
+        return {f"{kind}_dir": str(check_inside(root / kind / run.study, root / kind, f"{kind}_dir of {run.id}"))
+                for kind in COMMITTED}
+    return {f"{kind}_dir": str(check_inside(folder / kind, folder, f"{kind}_dir of {run.id}")) for kind in COMMITTED}
 
 
 def _committed_ref(value: Any, root: Path) -> tuple[str, str, Path] | None:
@@ -445,6 +378,9 @@ def run_studies(
     studies: Mapping[str, Study] | None = None,
     out: str | Path | None = None,
     publish: bool = False,
+    budget_usd: float | None = None,
+    allow_failed_calls: bool = False,
+    run_id: str | None = None,
 ) -> list[RunResult]:
     """Execute the selected studies (all by default) and return one RunResult per run.
 
@@ -452,17 +388,35 @@ def run_studies(
     or under ``out``); ``publish=True`` writes figures and tables to the committed ``figures/<study>/`` and
     ``tables/<study>/`` instead. ``overrides`` are set on every run whose notebook declares them; a key
     that no selected notebook declares is an error. Independent runs execute in parallel up to ``jobs``.
-    """
-    from tqdm.auto import tqdm
 
+    Every notebook kernel inherits ``MEDEVAL_RUN_ID`` (``run_id``, a fresh one by default) and, when a budget
+    applies, ``MEDEVAL_RUN_BUDGET_USD``: ``budget_usd`` or else the smallest ``budget_usd`` of the selected
+    studies, one cap for the whole run. A run whose LLM calls failed (no reply; unparsable replies do not
+    count) is ``failed`` unless ``allow_failed_calls``.
+    """
+    if budget_usd is not None and positive_usd(budget_usd) is None:
+        raise ParameterError(f"--budget-usd must be a positive number of US dollars, got {budget_usd!r}")
     root = project_root()
-    runs = _plan(studies or load_studies(), list(selected))
+    studies = studies or load_studies()
+    runs = _plan(studies, list(selected))
     by_id = {r.id: r for r in runs}
     prepared, refs = _prepare(runs, by_id, dict(overrides or {}), out, publish, root)
+    cap, _ = run_budget(studies, list(selected), budget_usd)
+    share_cores(jobs)
+    with run_environment(run_id or new_run_id(), cap):
+        results = _execute_all(runs, by_id, prepared, refs, out=out, jobs=jobs, kernel=kernel, progress=progress,
+                               allow_failed_calls=allow_failed_calls, root=root)
+    return [results[r.id] for r in runs]
+
+
+def _execute_all(runs: list[Run], by_id: Mapping[str, Run], prepared: Mapping[str, dict], refs: Mapping[str, dict],
+                 *, out, jobs: int, kernel: str | None, progress: bool, allow_failed_calls: bool, root: Path
+                 ) -> dict[str, RunResult]:
+    """Run every prepared run in worker processes, each once all it needs succeeded; return the results."""
+    from tqdm.auto import tqdm
 
     results: dict[str, RunResult] = {}
     pending = {r.id: r for r in runs}
-    share_cores(jobs)
     bar = tqdm(total=len(runs), desc="studies", unit="run", disable=not progress, file=sys.stderr)
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         active = {}
@@ -478,7 +432,7 @@ def run_studies(
                     continue
                 if all(d in results for d in deps) and len(active) < max(1, jobs):
                     folder = run_folder(r, out)
-                    nb_out = folder / f"{r.name}.ipynb"
+                    nb_out = check_inside(folder / f"{r.name}.ipynb", folder, f"notebook of {r.id}")
                     folder.mkdir(parents=True, exist_ok=True)
                     redirected, notes = _redirect(refs[rid], _ancestors(r, by_id), out, root)
                     for note in notes:
@@ -493,13 +447,23 @@ def run_studies(
             done, _ = wait(list(active), return_when=FIRST_COMPLETED)
             for fut in done:
                 r, nb_out = active.pop(fut)
-                secs, cell, err = fut.result()
-                res = RunResult(r, "failed" if err else "ok", secs, _shown(nb_out, root), cell, err)
+                res = _result(r, nb_out, *fut.result(), allow_failed_calls=allow_failed_calls, root=root)
                 results[r.id] = res
                 bar.update(1)
                 bar.write(res.line())
     bar.close()
-    return [results[r.id] for r in runs]
+    return results
+
+
+def _result(run: Run, nb_out: Path, secs: float, cell: int | None, err: str, *, allow_failed_calls: bool,
+            root: Path) -> RunResult:
+    """The result of an executed run, with its LLM calls; calls that got no reply fail it unless allowed."""
+    calls = read_call_log(nb_out.parent / CALL_LOG)
+    if not err and calls.n_failed and not allow_failed_calls:
+        why = calls.top_reasons()
+        err = (f"{calls.n_failed} of {calls.n_requests} LLM calls failed" + (f" ({why})" if why else "")
+               + "; --allow-failed-calls keeps such a run ok")
+    return RunResult(run, "failed" if err else "ok", secs, _shown(nb_out, root), cell, err, calls)
 
 
 # --------------------------------------------------------------------------- CLI
@@ -510,9 +474,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.publish and overrides:
         print(f"warning: --publish with -p {', '.join(sorted(overrides))}: the committed figures/ and tables/ "
               "will not match the studies' own parameters", file=sys.stderr)
-    t0 = time.perf_counter()
+    studies = load_studies()
+    cap, source = run_budget(studies, args.studies, args.budget_usd)
+    if cap is not None:
+        print(f"budget ${decimal_text(cap)} for this run ({source})")
+    t0, run_id = time.perf_counter(), new_run_id()
     results = run_studies(args.studies, overrides=overrides, jobs=args.jobs, kernel=args.kernel,
-                          progress=not args.quiet, out=args.out, publish=args.publish)
+                          progress=not args.quiet, out=args.out, publish=args.publish, studies=studies,
+                          budget_usd=cap, allow_failed_calls=args.allow_failed_calls, run_id=run_id)
     n_ok = sum(r.status == "ok" for r in results)
     print(f"\n{n_ok}/{len(results)} runs ok in {time.perf_counter() - t0:.1f}s")
     base = _shown(Path(args.out).expanduser().resolve(), project_root()) if args.out else "runs"
@@ -523,8 +492,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"outputs in {base}/<study>/<run>/ (notebook, figures/, tables/); the committed figures/ and "
               "tables/ are untouched (--publish writes them)")
     for r in results:
-        if r.status != "ok":
+        if r.status != "ok" or r.calls.n_failed:
             print(r.line())
+    spend = spend_line(run_id, cap)
+    if spend:
+        print(spend)
     return 0 if n_ok == len(results) else 1
 
 
@@ -532,7 +504,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     studies = load_studies()
     if args.format == "json":
         print(json.dumps({
-            s.name: {"description": s.description,
+            s.name: {"description": s.description, "budget_usd": s.budget_usd,
                      "runs": [{"name": r.name, "notebook": r.notebook, "parameters": dict(r.parameters),
                                "needs": list(r.needs)} for r in s.runs]}
             for s in studies.values()
@@ -542,7 +514,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
     wn = max((len(r.name) for r in runs), default=4)  # columns as wide as the longest entry
     wb = max((len(r.notebook) for r in runs), default=8)
     for s in studies.values():
-        print(f"{s.name}: {s.description}")
+        budget = f"  (budget ${decimal_text(s.budget_usd)})" if s.budget_usd is not None else ""
+        print(f"{s.name}: {s.description}{budget}")
         for r in s.runs:
             params = ", ".join(f"{k}={v!r}" for k, v in r.parameters.items())
             needs = f"  (needs {', '.join(r.needs)})" if r.needs else ""
@@ -558,6 +531,17 @@ def _cmd_params(args: argparse.Namespace) -> int:
     return 0
 
 
+def _usd(text: str) -> float:
+    """argparse type of ``--budget-usd``: a finite number > 0."""
+    try:
+        value = positive_usd(float(text))
+    except ValueError:
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected a positive number of US dollars, got {text!r}")
+    return value
+
+
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``run``, ``list`` and ``params`` to the ``medeval`` command."""
     p = sub.add_parser("run", help="execute studies headlessly with papermill")
@@ -570,6 +554,11 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--publish", action="store_true",
                    help="write figures and tables to the committed figures/<study>/ and tables/<study>/ "
                         "(what `make figures` does); without it a run never touches them")
+    p.add_argument("--budget-usd", type=_usd, default=None, metavar="USD",
+                   help="one cap on the LLM spend of the whole run, over all its notebooks (default: the "
+                        "smallest budget_usd of the selected studies; none if they give none)")
+    p.add_argument("--allow-failed-calls", action="store_true",
+                   help="keep a run ok when some of its LLM calls got no reply (they are still counted)")
     p.add_argument("--kernel", default=None, help="Jupyter kernel name (default: the notebook's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_run)
