@@ -11,7 +11,8 @@ body that is not JSON), ``ptruncated`` (a body shorter than its Content-Length),
 ``p401`` (echoes a masked key, as the real APIs do). A script of
 forced faults can be queued with :meth:`StubServer.queue`; the script also knows ``"401full"`` (a 401
 that echoes the whole key, as some servers do) and ``"empty"`` (a 200 whose reply has no content:
-OpenAI ``content: null`` with a refusal, an empty Anthropic content list). With ``fault_batches=True``
+OpenAI ``content: null`` with a refusal, an empty Anthropic content list) and ``"nochoices"`` (a 200 that
+reports its usage but has no choices / no content: billed, unusable). With ``fault_batches=True``
 the script also applies to batch submissions (file upload, batch create). Failed attempts are never counted as
 successes: ``server.successes`` counts successful completions per distinct request body.
 
@@ -326,6 +327,14 @@ class Handler(BaseHTTPRequestHandler):
             self._error(401, f"Incorrect API key provided: {key}")
         elif f == "empty":
             return False  # answered by the route with an empty reply
+        elif f == "nochoices":  # a 200 that reports its usage but has no choices / content: billed, unusable
+            reply = self._reply(path, body or {})
+            self._bill(reply, delivered=False)
+            if "choices" in reply:
+                reply["choices"] = []
+            else:
+                reply["content"] = None
+            self._send(reply)
         elif f == "timeout":
             time.sleep(st.timeout_sleep)
             self.close_connection = True

@@ -3,8 +3,9 @@ servers, with a record/replay SQLite cache, concurrency, retries, a hard budget,
 
 ``types`` (Request, Response, RunStats, model strings), ``registry`` (provider name -> class) and
 ``providers/`` (one file per provider), ``execute`` (the Client and :func:`get_client`) with the stages
-of a run in ``calls``, ``limits`` (rate limits, concurrency slots, retry delays), ``budget``,
-``leases``, ``record`` (replies -> Responses and cache rows), ``cache``, ``cost``, ``batch``,
+of a run in ``calls``, ``limits`` (rate limits, concurrency slots, retry delays), ``budget``, ``ledger``
+(one budget for every process of a study run), ``leases`` (with fencing), ``calllog`` (one line per run
+for the study runner), ``record`` (replies -> Responses and cache rows), ``cache``, ``cost``, ``batch``,
 ``parse`` and ``secrets`` (key checks and redaction). The ``medeval cache`` and ``medeval reparse``
 commands are in :mod:`medeval_kit.cli.cache`.
 
@@ -30,6 +31,7 @@ from .errors import (
     UnknownModelError,
 )
 from .execute import Client, get_client, redact
+from .ledger import run_spend
 from .limits import RateLimiter, RetryPolicy
 from .parse import extract_json, parse_reply, reparse
 from .providers import Completion, Provider
@@ -43,5 +45,5 @@ __all__ = [
     "ProviderError", "RateLimiter", "Request", "RequestError", "Response", "RetryPolicy", "RunStats",
     "UnknownModelError", "cost_of", "default_cache_path", "estimate_cost", "extract_json", "get_client",
     "load_prices", "make_provider", "parse_model", "parse_reply", "price_for", "provider", "provider_names",
-    "redact", "reparse", "to_frame", "unregister",
+    "redact", "reparse", "run_spend", "to_frame", "unregister",
 ]

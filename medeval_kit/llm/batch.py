@@ -13,6 +13,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from .calllog import append_call_log
 from .cost import batch_discount, cost_of, price_for
 from .errors import BudgetError, LLMError
 from .progress import progress_bar
@@ -50,6 +51,23 @@ def _ceilings(items: list[tuple[str, Request, ModelSpec]], client) -> dict[str, 
     return out
 
 
+def _budgets(client) -> list[Any]:
+    """The caps a batch must fit: the client's Budget and the run ledger (``MEDEVAL_RUN_BUDGET_USD``)."""
+    return [b for b in (client.budget, getattr(client, "ledger", None)) if b is not None]
+
+
+def _commit(budgets: list[Any], amount: float) -> None:
+    """Count ``amount`` as unconfirmed in every budget, or in none (BudgetError)."""
+    done: list[Any] = []
+    for b in budgets:
+        why = b.commit(amount)
+        if why is not None:
+            for d in done:
+                d.uncommit(amount)
+            raise BudgetError(f"budget: batch not submitted: {why}")
+        done.append(b)
+
+
 def _spec_of(row: dict[str, Any]) -> ModelSpec:
     return ModelSpec(row["provider"], row["model"], row["base_url"] or None)
 
@@ -74,23 +92,20 @@ def _new_items(client, requests: Sequence[Request]) -> dict[str, list[tuple[str,
 def _submit_chunk(client, provider: BatchAPI, sdk: Any, chunk: list[tuple[str, Request, ModelSpec]],
                   ceilings: dict[str, float]) -> str:
     """Submit one batch (its ceiling counted as unconfirmed first, under a budget); return its id."""
-    spec, budget = chunk[0][2], client.budget
+    spec, budgets = chunk[0][2], _budgets(client)
     canon = {k: client.canonical(r, s) for k, r, s in chunk}
     # a submitted batch is billed later: its ceiling counts as unconfirmed until it is collected
-    chunk_ceilings = {k: ceilings[k] for k, _, _ in chunk} if budget is not None else {}
-    if budget is not None:
-        why = budget.commit(sum(chunk_ceilings.values()))
-        if why is not None:
-            raise BudgetError(f"budget: batch not submitted: {why}")
+    chunk_ceilings = {k: ceilings[k] for k, _, _ in chunk} if budgets else {}
+    _commit(budgets, sum(chunk_ceilings.values()))
     try:
         batch_id, detail = provider.batch_submit(sdk, [(k, r) for k, r, _ in chunk])
         detail["requests"] = canon
     except BaseException:
-        if budget is not None:
-            budget.uncommit(sum(chunk_ceilings.values()))
+        for b in budgets:
+            b.uncommit(sum(chunk_ceilings.values()))
         raise
-    if budget is not None:
-        budget.batches[batch_id] = chunk_ceilings
+    for b in budgets:
+        b.batches[batch_id] = chunk_ceilings
     client.cache.save_batch(batch_id, provider=spec.provider, model=spec.name, base_url=spec.base_url,
                             status=BATCH_PENDING, keys=[k for k, _, _ in chunk], detail=detail)
     log.info("submitted batch %s: %d requests to %s", batch_id, len(chunk), spec)
@@ -104,14 +119,13 @@ def submit_batch(client, requests: Sequence[Request], *, max_per_batch: int = 10
         raise LLMError(f"batch results are collected into the cache, but cache_mode is {client.cache.mode!r}: "
                        "use 'use'")
     groups = _new_items(client, requests)
-    budget = client.budget
+    budgets = _budgets(client)
     ceilings: dict[str, float] = {}
-    if budget is not None and groups:  # the whole submission must fit under the cap before any is sent
+    if budgets and groups:  # the whole submission must fit under the cap before any is sent
         ceilings = _ceilings([it for items in groups.values() for it in items], client)
-        why = budget.commit(sum(ceilings.values()))
-        if why is not None:
-            raise BudgetError(f"budget: batch not submitted: {why}")
-        budget.uncommit(sum(ceilings.values()))  # counted again chunk by chunk, as they are submitted
+        _commit(budgets, sum(ceilings.values()))
+        for b in budgets:
+            b.uncommit(sum(ceilings.values()))  # counted again chunk by chunk, as they are submitted
     ids: list[str] = []
     for items in groups.values():
         provider = _provider(client, items[0][2])
@@ -179,10 +193,10 @@ def collect_batches(client, batch_ids: Sequence[str] | None = None) -> int:
             entries.append(cache_entry(key, spec, c, comp, cost, source="batch"))
         cache.put_many(entries)
         stored += len(entries)
-        budget = client.budget
-        if budget is not None and b["batch_id"] in budget.batches:  # submitted under this budget
-            budget.settle_batch(budget.batches.pop(b["batch_id"]), {e["key"]: e["cost_usd"] for e in entries},
-                                set(errors))
+        for budget in _budgets(client):
+            if b["batch_id"] in budget.batches:  # submitted under this budget (or run budget)
+                budget.settle_batch(budget.batches.pop(b["batch_id"]), {e["key"]: e["cost_usd"] for e in entries},
+                                    set(errors))
         detail.update(n_ok=len(entries), n_failed=len(errors), errors=errors)
         cache.save_batch(b["batch_id"], provider=b["provider"], model=b["model"], base_url=b["base_url"],
                          status=BATCH_COLLECTED, keys=b["keys"], detail=detail)
@@ -244,4 +258,6 @@ def run_batch(client, requests: Sequence[Request], *, poll_interval: float = 30.
             out.append(resp)
         else:
             out.append(error_response(r, s, k, f"batch item failed: {errors.get(k, 'no result')}", 1))
+    paid = {o.key: o.cost_usd for o in out if not o.cached and o.error is None}
+    append_call_log(client.model, out, 0, float(sum(paid.values())))  # for the study runner
     return out

@@ -8,10 +8,14 @@ Modes: ``off`` (no read, no write), ``use`` (read and write; default), ``replay`
 a miss is an error listing the missing requests) and ``refresh`` (never read; overwrite).
 
 Leases (table ``leases``: key, owner, expiry): in ``use`` mode, a request takes a lease on its key
-before it is sent, so that processes sharing the cache never pay twice for one request. Another
-process finding the lease held waits for the stored result, or takes the lease over once it has
-expired or its owner (a process on this machine) is gone. The table is created on the first lease,
-so reading a cache (replay, all hits) never changes the file.
+just before it is sent, so that processes sharing the cache never pay twice for one request. An owner
+is a random token per run (see :meth:`Cache.lease_owner`). Another process finding the lease held
+waits for the stored result, or takes the lease over once it has expired (or its owner is proven gone:
+same kernel boot, same PID namespace, no such pid). The holder renews its leases while it works and
+re-takes a lease (``take_leases`` again: it stays ``mine`` only if nobody took it over) before
+sending when its last renewal may have run out, so a paused holder, or one in another PID namespace,
+never sends a request another process has taken over (see :mod:`medeval_kit.llm.leases`). The table is
+created on the first lease, so reading a cache (replay, all hits) never changes the file.
 
 Endpoint options (table ``endpoint_options``: endpoint, option, value): what a provider found out about
 a server for an option left to ``"auto"`` (the ``schema_format`` an OpenAI-compatible server accepts),
@@ -23,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import threading
 import time
@@ -76,6 +79,29 @@ MIGRATIONS: list[str] = [
 _COLS = ("key", "provider", "model", "request_json", "text", "raw_json", "prompt_tokens",
          "completion_tokens", "cost_usd", "latency_s", "finish_reason", "response_id", "source",
          "created_utc")
+
+
+def _boot_id() -> str:
+    """This kernel's boot id ('' when unknown): tells machines and reboots apart."""
+    global _BOOT_ID
+    if _BOOT_ID is None:
+        try:
+            _BOOT_ID = Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("|", "")
+        except OSError:
+            _BOOT_ID = ""
+    return _BOOT_ID
+
+
+def _pid_namespace() -> str:
+    """This process's PID namespace (``pid:[inode]``; '' when unknown): a pid means one process only
+    within its namespace."""
+    try:
+        return os.readlink("/proc/self/ns/pid").replace("|", "")
+    except OSError:
+        return ""
+
+
+_BOOT_ID: str | None = None
 
 
 def default_cache_path() -> Path:
@@ -251,19 +277,37 @@ class Cache:
         return conn
 
     @staticmethod
-    def lease_owner(tag: str) -> str:
-        """An owner id ``host|pid|tag``: a lease whose owner is a process of this host that no longer
-        runs is free at once; others are free when they expire."""
-        return f"{socket.gethostname()}|{os.getpid()}|{tag}"
+    def lease_owner(tag: str, pid: int | None = None) -> str:
+        """An owner id ``tag|boot|pidns|pid``: the run's random ``tag`` is what owns a lease; the boot id
+        of the kernel and the PID namespace only let a lease of a process proven gone be freed early.
+
+        Parameters
+        ----------
+        tag : str
+            A random token, one per run.
+        pid : int, optional
+            The owning process (default: this one), in this process's PID namespace.
+
+        Returns
+        -------
+        str
+        """
+        return f"{tag}|{_boot_id()}|{_pid_namespace()}|{os.getpid() if pid is None else int(pid)}"
 
     @staticmethod
     def _owner_alive(owner: str) -> bool:
-        host, _, rest = owner.partition("|")
-        pid, _, _ = rest.partition("|")
-        if host != socket.gethostname() or not pid.isdigit():
-            return True  # another machine: only the expiry tells
+        """False only when the owner provably no longer runs: same kernel boot and same PID namespace as
+        this process (so its pid means the same process here) and no process has that pid. Anything else
+        (another namespace or machine, an unknown form such as an older ``host|pid|tag``) is alive: only
+        its expiry frees the lease. A reused pid only makes a dead owner look alive, which is safe."""
+        parts = owner.split("|")
+        if len(parts) != 4 or not parts[3].isdigit():
+            return True
+        boot, ns, pid = parts[1], parts[2], int(parts[3])
+        if not boot or not ns or boot != _boot_id() or ns != _pid_namespace():
+            return True
         try:
-            os.kill(int(pid), 0)
+            os.kill(pid, 0)
         except ProcessLookupError:
             return False
         except OSError:  # e.g. PermissionError: the process exists
@@ -292,8 +336,9 @@ class Cache:
         """Try to lease ``keys`` for ``owner`` for ``ttl`` seconds, in one transaction.
 
         Returns, per key, ``("done", row)`` when a response is already stored (no lease is taken),
-        ``("mine", None)`` when ``owner`` now holds the lease (a free, expired or orphaned lease is
-        taken over), or ``("held", other_owner)``.
+        ``("mine", None)`` when ``owner`` now holds the lease until ``ttl`` from now (a free, expired or
+        orphaned lease is taken over; a lease ``owner`` still holds is extended: the fencing check
+        before a send), or ``("held", other_owner)``.
         """
         keys = list(dict.fromkeys(keys))
         out: dict[str, tuple[str, Any]] = {}

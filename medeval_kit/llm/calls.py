@@ -4,9 +4,10 @@
 concurrency slots and rate limits per provider, the leases, the cache writer, the progress bar, the
 tally its :class:`~medeval_kit.llm.types.RunStats` is made from. :class:`Call` takes one request
 through **lease** (another process may already be calling it) -> **admit** (rate limits, then the
-budget reserves the call's ceiling) -> **send** (with a safety-net timeout) -> **record** (settle the
-budget at the reported usage and store the reply), and **back off** and retry while the failure is
-worth retrying.
+budget and the run ledger reserve the call's ceiling) -> **fence** (the lease is surely still ours, else
+taken again; see :mod:`medeval_kit.llm.leases`) -> **send** (with a safety-net timeout) -> **record**
+(settle the budget at the reported usage and store the reply), and **back off** and retry while the
+failure is worth retrying.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .budget import Budget
 from .cost import price_for
 from .errors import BudgetError, CacheMissError, RequestError
 from .leases import Leases
+from .ledger import Guard, LedgerGate
 from .limits import RateLimiter, Slots
 from .progress import progress_bar
 from .providers.base import Completion, Provider
@@ -33,11 +35,10 @@ from .types import ModelSpec, Request, Response, RunStats
 
 log = get_logger(__name__)
 
-# Keys taken per lease transaction, at least: with ahead = concurrency the lease round trips held
-# slots idle (bench: 0.69-0.78 of bare httpx2's throughput, 0.86-0.92 with this).
-LEASE_AHEAD_MIN = 256
 SAFETY_TIMEOUT_S = 5.0  # added to the client's timeout: a net over httpx2's own timeouts
-MAX_BROKEN_BODIES = 2  # a 200 with an unreadable body is retried at most this often
+# A 200 with an unreadable body was generated and billed: it is retried at most once (a second one in a row
+# ends the request), and a request gets at most this many in all (other transient faults in between).
+MAX_BROKEN_BODIES = 2
 MISSING_SHOWN = 20  # missing requests listed by a replay error
 
 
@@ -55,6 +56,7 @@ class Tally:
     n_unconfirmed: int = 0
     not_stored: int = 0
     peers: int = 0
+    broken_cost: float = 0.0  # billed but unusable replies whose usage could be read, at that usage
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,6 +74,12 @@ class Run:
         self.t0 = time.perf_counter()
         self.client = client
         self.budget: Budget | None = client.budget
+        ledger = getattr(client, "ledger", None)
+        self.gate: LedgerGate | None = (LedgerGate(ledger, max_wait=client.timeout + 60.0)
+                                           if ledger is not None else None)
+        # what a call must pass: the client's budget and the run ledger (MEDEVAL_RUN_BUDGET_USD), both when set
+        self.guard: Guard | None = (Guard(self.budget, self.gate)
+                                    if self.budget is not None or self.gate is not None else None)
         self.requests = list(requests)
         for i, r in enumerate(self.requests):
             if not isinstance(r, Request):
@@ -104,10 +112,11 @@ class Run:
         self.todo = [(k, i) for k, i in self.first.items() if k not in self.done]
         if self.todo and (cache.mode == "replay" or any(self.specs[i].replay for _, i in self.todo)):
             raise self._missing()
-        if self.budget is not None:
+        if self.guard is not None:
             unpriced = sorted({self.specs[i].id for _, i in self.todo if price_for(self.specs[i]) is None})
             if unpriced:
-                raise BudgetError(f"budget_usd is set but there is no price for {', '.join(unpriced)}: "
+                what = "budget_usd" if self.budget is not None else "a run budget (MEDEVAL_RUN_BUDGET_USD)"
+                raise BudgetError(f"{what} is set but there is no price for {', '.join(unpriced)}: "
                                   "add it to data/prices.yaml (or drop the budget)")
 
     def _missing(self) -> CacheMissError:
@@ -168,10 +177,8 @@ class Run:
             self.writer = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="medeval-cache")
                            if cache.writes and self.todo else None)
             # leases keep processes that share the cache from paying twice (``use`` mode only: ``refresh``
-            # re-samples on purpose, ``off`` shares nothing)
-            ahead = max([LEASE_AHEAD_MIN] + [4 * s.size for s in self.slots.values()])
-            self.leases = (Leases(cache, self.writer, [k for k, _ in self.todo], ahead=ahead)
-                           if cache.mode == "use" and self.todo else None)
+            # re-samples on purpose, ``off`` shares nothing); taken just before sending, never ahead
+            self.leases = Leases(cache, self.writer) if cache.mode == "use" and self.todo else None
             for p in providers:
                 await p.open()
             await asyncio.gather(*(self._one(k, i) for k, i in self.todo))
@@ -193,6 +200,8 @@ class Run:
             self.writer = None
         if self.leases is not None:
             self.leases.close()
+        if self.gate is not None:
+            await self.gate.aclose()
         for p in providers:
             try:
                 await p.aclose()
@@ -220,7 +229,7 @@ class Run:
             n_parse_failed=sum(1 for r in out if r.parse_status == "failed"),
             prompt_tokens=sum(r.usage["prompt_tokens"] for r in called),
             completion_tokens=sum(r.usage["completion_tokens"] for r in called),
-            cost_usd=math.nan if any(math.isnan(c) for c in costs) else float(sum(costs)),
+            cost_usd=math.nan if any(math.isnan(c) for c in costs) else float(sum(costs)) + t.broken_cost,
             wall_s=time.perf_counter() - self.t0, n_called=t.called, n_retries=t.retries,
             n_skipped_budget=t.budget, n_duplicates=len(out) - len(self.first), model=self.client.model,
             unconfirmed_usd=t.unconfirmed, n_unconfirmed=t.n_unconfirmed,
@@ -239,6 +248,11 @@ class Run:
         if n_failed:
             log.warning("%s: %d of %d requests failed (first error: %s)", model, n_failed, len(out),
                         next(r.error for r in out if r.error is not None))
+        if self.tally.n_unconfirmed:
+            t = self.tally
+            log.warning("%s: %d attempts may have been billed without a usable reply (lost, timed out or "
+                        "unreadable); counted at their ceiling, $%.4f unconfirmed", model, t.n_unconfirmed,
+                        t.unconfirmed)
         if self.tally.not_stored:
             log.warning("%s: %d replies were received (and paid for) but not stored in the cache %s (first "
                         "error: %s); they are returned, but a new run will call them again", model,
@@ -254,7 +268,7 @@ class Call:
         self.request, self.spec, self.key = request, spec, key
         self.provider = self.client.provider(spec)
         self.slots, self.limiter = run.slots[self.provider.limit_key], run.limiters[self.provider.limit_key]
-        self.budget, self.tally, self.leases = run.budget, run.tally, run.leases
+        self.budget, self.tally, self.leases = run.guard, run.tally, run.leases
         # the ceiling of this call: prompt tokens at a proven upper bound, the reply at max_tokens
         bound = self.provider.prompt_token_bound(request)
         self.est_tokens = bound + int(request.max_tokens)
@@ -266,7 +280,8 @@ class Call:
         self.attempt = 0  # attempts sent so far
         self.n_backoff = 0  # failures without a Retry-After: the exponent of the backoff
         self.n_broken = 0  # 200s with an unreadable body
-        self.leased = self.leases is None
+        self.broken_in_a_row = 0
+        self.leased = False
         self.delivered = False
 
     async def run(self) -> Response:
@@ -288,22 +303,30 @@ class Call:
     async def _attempt(self) -> Response | Retry | None:
         """One pass through a concurrency slot; None when another process holds the lease."""
         async with self.slots.slot(retry=self.attempt > 0):  # retries go first
-            if not self.leased:  # take the lease on this key just before sending
-                resp = await self._take_lease()
-                if resp is not None or not self.leased:
-                    return resp
+            resp = await self._take_lease()  # just before sending: never queued with a lease
+            if resp is not None or not self.leased:
+                return resp
             refused = await self._admit()
             if refused is not None:
                 return refused
+            resp = await self._take_lease()  # fencing: admission may have waited past the lease's renewal
+            if resp is not None or not self.leased:
+                self._unadmit()
+                return resp
             return await self._send()
 
     # ------------------------------------------------------------------ lease
     async def _take_lease(self) -> Response | None:
-        """Take the lease; the stored reply when another process finished the request meanwhile."""
+        """Make sure this run holds the lease right now (take it, or take it again when it may have run
+        out: it stays ours only if no other process took it over meanwhile); the stored reply when
+        another process finished the request meanwhile. ``self.leased`` says whether it may be sent."""
+        if self.leases is None or self.leases.fresh(self.key):
+            self.leased = True
+            return None
         state, row = await self.leases.take(self.key)
+        self.leased = state == "mine"
         if state == "done":
             return self._peer_reply(row)
-        self.leased = state == "mine"
         return None
 
     async def _from_peer(self) -> Response | None:
@@ -334,9 +357,21 @@ class Call:
         self.holding = self.reserve
         return None
 
+    def _unadmit(self) -> None:
+        """Admitted, then not sent (the lease was taken over): give the reservation and tokens back."""
+        self.limiter.refund(self.est_tokens)
+        if self.budget is not None and self.holding:
+            self.budget.release(self.holding)
+        self.holding = 0.0
+
     # ------------------------------------------------------------------ send
-    async def _send(self) -> Response | Retry:
-        """Send one attempt: the recorded reply, the error the request ends with, or a Retry."""
+    async def _send(self) -> Response | Retry | None:
+        """Send one attempt: the recorded reply, the error the request ends with, a Retry, or None (not
+        sent: the lease may have been taken over while this process was paused)."""
+        if self.leases is not None and not self.leases.fresh(self.key):  # paused since the fencing check
+            self.leased = False
+            self._unadmit()
+            return None
         self.tally.called += self.attempt == 0
         self.attempt += 1
         t0 = time.perf_counter()
@@ -366,15 +401,22 @@ class Call:
         error when the failure will recur or the retries are spent, else a Retry."""
         f = failure(exc)
         self.holding = 0.0
-        if f.billed:
+        cost = self._broken_cost(exc) if f.billed else None
+        if cost is not None:  # billed, unusable, but its usage could be read: spent at that usage
+            self.tally.broken_cost += cost
+            if self.budget is not None:
+                self.budget.settle(self.reserve, cost)
+        elif f.billed:
             self._lost(self.reserve)
         elif self.budget is not None:
             self.budget.release(self.reserve)
         self.n_broken += f.broken_body
-        if not f.retryable or self.attempt > self.client.retry.max_retries or self.n_broken > MAX_BROKEN_BODIES:
+        self.broken_in_a_row = self.broken_in_a_row + 1 if f.broken_body else 0
+        too_broken = self.broken_in_a_row > 1 or self.n_broken > MAX_BROKEN_BODIES
+        if not f.retryable or self.attempt > self.client.retry.max_retries or too_broken:
             self.tally.failed += 1
-            why = " (a 200 with an unreadable body is retried at most twice)" \
-                if f.retryable and self.n_broken > MAX_BROKEN_BODIES else ""
+            why = " (a 200 with an unreadable body is retried at most once)" \
+                if f.retryable and too_broken else ""
             err = f"{f.what} (after {self.attempt} attempt{'s' if self.attempt > 1 else ''}){why}"
             log.warning("%s: request %s failed: %s", self.spec, self.key[:12], redact(err))
             return error_response(self.request, self.spec, self.key, err, self.attempt,
@@ -382,6 +424,11 @@ class Call:
         log.debug("%s: attempt %d of %s failed (%s); retrying", self.spec, self.attempt, self.key[:12],
                   redact(f.what))
         return Retry(f.retry_after, t0)
+
+    def _broken_cost(self, exc: Exception) -> float | None:
+        """What an unusable 200 cost when its body still reports its usage (and the model has a price)."""
+        usage, price = getattr(exc, "usage", None), price_for(self.spec)
+        return price.cost(*usage) if usage is not None and price is not None else None
 
     # ------------------------------------------------------------------ record
     async def _record(self, c: Completion, latency: float) -> Response:

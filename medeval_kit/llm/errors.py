@@ -46,11 +46,14 @@ class ProviderError(LLMError):
     ``retryable`` says whether trying again may help; ``retry_after`` is seconds or None.
     ``status`` is the HTTP status of an error reply; ``broken_body`` marks a 200 whose body could not
     be read (not JSON, not UTF-8, no choices): the reply was generated (and billed) but is unusable,
-    and the executor retries it at most twice.
+    and the executor retries it at most once (a second one in a row ends the request). ``usage``:
+    ``(prompt_tokens, completion_tokens)`` when such a body still reports them (the attempt is then
+    counted at that cost; else at its ceiling, as unconfirmed).
     """
 
     def __init__(self, message: str, *, retryable: bool = True, retry_after: float | None = None,
-                 status: int | None = None, broken_body: bool = False) -> None:
+                 status: int | None = None, broken_body: bool = False,
+                 usage: tuple[int, int] | None = None) -> None:
         self.retryable, self.retry_after, self.status = retryable, retry_after, status
-        self.broken_body = broken_body
+        self.broken_body, self.usage = broken_body, usage
         super().__init__(message)

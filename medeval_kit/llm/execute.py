@@ -1,9 +1,11 @@
 """The client: runs Requests against one model string through the cache, with per-provider
 concurrency and RPM/TPM limits, retries (``Retry-After`` as given, else exponential backoff with
 jitter; failures that will recur are not retried), timeouts, a budget that is a hard ceiling
-(:class:`~medeval_kit.llm.budget.Budget`), leases that keep processes sharing a cache from paying
-twice, and a progress bar. ``Client.run`` is synchronous and also works inside Jupyter's running loop;
-the stages of a run and of each call are in :mod:`medeval_kit.llm.calls`.
+(:class:`~medeval_kit.llm.budget.Budget`) and, in a study run, one budget shared by all its processes
+(:mod:`~medeval_kit.llm.ledger`, ``MEDEVAL_RUN_ID`` + ``MEDEVAL_RUN_BUDGET_USD``), leases with fencing that
+keep processes sharing a cache from paying twice, a progress bar, and one line per run in the call log
+``$MEDEVAL_CALL_LOG`` (:mod:`~medeval_kit.llm.calllog`). ``Client.run`` is synchronous and also works
+inside Jupyter's running loop; the stages of a run and of each call are in :mod:`medeval_kit.llm.calls`.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from typing import Any
 from . import secrets as _secrets
 from .budget import Budget
 from .cache import Cache
+from .calllog import append_call_log
 from .calls import Run
 from .cost import estimate_cost
 from .errors import BudgetError, LLMError
+from .ledger import RunLedger, run_budget_from_env
 from .limits import RetryPolicy
 from .providers.base import Completion, Provider
 from .record import cache_entry
@@ -72,6 +76,9 @@ class Client:
         self.budget: Budget | None = budget if budget is not None else (
             Budget(budget_usd) if budget_usd is not None else None)
         self.budget_usd = self.budget.cap if self.budget is not None else None
+        # one budget for every process and client of a study run (MEDEVAL_RUN_ID + MEDEVAL_RUN_BUDGET_USD)
+        run_budget = run_budget_from_env()
+        self.ledger: RunLedger | None = RunLedger(self.cache.path, *run_budget) if run_budget else None
         self.timeout = float(timeout) if timeout is not None else DEFAULT_TIMEOUT_S
         self.retry = RetryPolicy(max_retries, backoff_base, backoff_max)
         self.provider_options = dict(provider_options, timeout=self.timeout)
@@ -188,8 +195,9 @@ class Client:
         run.lookup()
         await run.execute(progress, desc)
         out = run.responses()
-        self.last_run = run.stats(out)
+        self.last_run = st = run.stats(out)
         run.warn(out)
+        append_call_log(self.model, out, st.n_skipped_budget, st.cost_usd)  # for the study runner
         return out
 
     # ------------------------------------------------------------------ batch APIs
@@ -238,7 +246,9 @@ def get_client(model: str, *, cache_mode: str = "use", cache_path: str | os.Path
         budget_usd: a hard spending cap in USD for this client's whole lifetime (every ``run``): a
             call is sent only if spent + in flight + unconfirmed + its proven ceiling fit (see :class:`Budget`).
         budget: a :class:`Budget` shared by several clients (e.g. every client of one study run);
-            give ``budget_usd`` or ``budget``, not both.
+            give ``budget_usd`` or ``budget``, not both. With ``MEDEVAL_RUN_ID`` and
+            ``MEDEVAL_RUN_BUDGET_USD`` set (the study runner sets them), the client also uses the run's
+            budget, shared by every process of the run (:mod:`medeval_kit.llm.ledger`): both must allow a call.
         **options: ``timeout`` (s, default 60), ``max_retries`` (8), ``backoff_base`` (0.5 s),
             ``backoff_max`` (60 s), ``cache`` (a Cache object), and provider options
             (``api_key_env``; ``schema_format`` = ``"json_schema"`` (default), ``"json_object"``,

@@ -1,12 +1,14 @@
-"""Leases on cache keys, so that processes sharing a cache never pay twice for one request
-(:class:`Leases`; the table lives in :class:`~medeval_kit.llm.cache.Cache`)."""
+"""Leases on cache keys, so that processes sharing a cache never pay twice for one request, even when
+one of them is paused past its leases' expiry or runs in another PID namespace (:class:`Leases`, leases
+with fencing; the table lives in :class:`~medeval_kit.llm.cache.Cache`)."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
+import time
 import uuid
-from collections.abc import Sequence
 from typing import Any
 
 from .cache import Cache
@@ -15,26 +17,44 @@ from .secrets import get_logger
 log = get_logger(__name__)
 
 
+LEASE_TTL_ENV = "MEDEVAL_LEASE_TTL"  # seconds; tests shorten it
+DEFAULT_TTL = 60.0
+
+
+def lease_ttl() -> float:
+    """The lease time to live: ``$MEDEVAL_LEASE_TTL`` seconds if set (> 0), else 60."""
+    try:
+        ttl = float(os.environ.get(LEASE_TTL_ENV) or DEFAULT_TTL)
+    except ValueError:
+        ttl = DEFAULT_TTL
+    return ttl if ttl > 0 else DEFAULT_TTL
+
+
 class Leases:
     """The leases one run holds on cache keys (see ``Cache.take_leases``), so that processes sharing
-    a cache never pay twice for a request. Leases are taken in batches: one transaction for the calls
-    reaching a slot together and the next ``ahead`` requests in line (so a run costs about one lease
-    transaction per ``ahead`` calls, not one per call). They are renewed while the run lasts, released
-    on failure at once and all together when the run ends (also on error or cancellation). A request
-    whose lease another live process holds waits, outside its concurrency slot, for that process's
-    result (one poller per run reads the cache) or for the lease to be released, to expire or to be
-    orphaned."""
+    a cache never pay twice for a request.
 
-    TTL = 60.0  # s; renewed every TTL / 3 while the run lasts
+    A lease is owned by a random token (``owner``), never by a pid: a live holder in another PID
+    namespace is never taken for dead. It is taken when the request has its concurrency slot, just
+    before it is sent (one transaction for the calls reaching that point together), renewed every
+    TTL / 3 while the run lasts, released on failure at once and all together when the run ends.
+
+    Fencing: this run counts a lease as surely its own until ``ttl`` after the start of the
+    transaction that took (or re-took) it, less a margin (:meth:`fresh`): before then no other process
+    can take it over, whatever this one does. Right before a send, a lease that may be near its expiry is taken again
+    (:meth:`take`: ``mine`` only if nobody took it over, in one transaction), so a holder that was
+    paused (SIGSTOP, a suspended VM) past the expiry never sends a request whose lease another process
+    took over: the request waits for that process's result instead. A request whose lease another
+    process holds waits, outside its slot, for that process's result (one poller per run reads the
+    cache) or for the lease to be released or to expire (at most ``ttl``)."""
 
     def __init__(self, cache: Cache, executor: concurrent.futures.Executor | None,
-                 order: Sequence[str] = (), ahead: int = 0) -> None:
+                 ttl: float | None = None) -> None:
         self.cache, self.executor = cache, executor
-        self.owner = Cache.lease_owner(uuid.uuid4().hex[:12])
+        self.ttl = lease_ttl() if ttl is None else float(ttl)
+        self.owner = Cache.lease_owner(uuid.uuid4().hex)
         self.held: set[str] = set()
-        self._order, self._next, self.ahead = list(order), 0, int(ahead)
-        self._asked: set[str] = set()
-        self._prefetched: dict[str, tuple[str, Any]] = {}
+        self.valid: dict[str, float] = {}  # key -> time until which no other process can have taken it
         self._take: list[tuple[str, asyncio.Future]] = []
         self._taking = False
         self._waiting: dict[str, list[asyncio.Future]] = {}
@@ -49,12 +69,13 @@ class Leases:
         task.add_done_callback(self._tasks.discard)
         return task
 
+    def fresh(self, key: str) -> bool:
+        """Whether this run surely still holds ``key``: taken (or re-taken) so recently that even a pause
+        right now leaves a quarter of the TTL before anyone else may take it over."""
+        return key in self.held and time.time() + self.ttl / 4 < self.valid.get(key, 0.0)
+
     async def take(self, key: str) -> tuple[str, Any]:
-        """``("mine", None)``, ``("done", row)`` or ``("held", owner)``."""
-        self._asked.add(key)
-        ready = self._prefetched.pop(key, None)
-        if ready is not None and ready[0] != "held":  # taken ahead (a held one is asked again)
-            return ready
+        """Take (or re-take) the lease on ``key``: ``("mine", None)``, ``("done", row)`` or ``("held", owner)``."""
         fut = asyncio.get_running_loop().create_future()
         self._take.append((key, fut))
         if not self._taking:
@@ -67,23 +88,11 @@ class Leases:
         try:
             while self._take:
                 batch, self._take = self._take, []
-                for k, fut in batch:  # taken ahead while they were queued for this batch
-                    ready = self._prefetched.get(k)
-                    if ready is not None and ready[0] != "held" and not fut.done():
-                        del self._prefetched[k]
-                        fut.set_result(ready)
-                batch = [(k, fut) for k, fut in batch if not fut.done()]
-                if not batch:
-                    continue
-                keys = [k for k, _ in batch]
-                asked = set(keys)
-                while self._next < len(self._order) and len(keys) < len(batch) + self.ahead:
-                    k = self._order[self._next]
-                    self._next += 1
-                    if k not in self._asked and k not in asked and k not in self._prefetched:
-                        keys.append(k)  # the next requests in line: leased now, used when they get a slot
+                keys = list(dict.fromkeys(k for k, _ in batch))
+                t0 = time.time()  # before the transaction: a lease it grants lasts at least until t0 + ttl
                 try:
-                    res = await loop.run_in_executor(self.executor, self.cache.take_leases, keys, self.owner, self.TTL)
+                    res = await loop.run_in_executor(self.executor, self.cache.take_leases, keys, self.owner,
+                                                     self.ttl)
                 except Exception as exc:  # a broken cache must not stop paid work: go on unprotected
                     if not self._warned:
                         self._warned = True
@@ -93,11 +102,13 @@ class Leases:
                 for k in keys:
                     if res[k][0] == "mine":
                         self.held.add(k)
+                        self.valid[k] = t0 + self.ttl
+                    else:  # stored meanwhile, or taken over while this run was paused
+                        self.held.discard(k)
+                        self.valid.pop(k, None)
                 for k, fut in batch:
                     if not fut.done():
                         fut.set_result(res[k])
-                for k in keys[len(batch):]:
-                    self._prefetched[k] = res[k]
                 if self.held and self._renewer is None:
                     self._renewer = self._spawn(self._renew())
         finally:
@@ -135,16 +146,16 @@ class Leases:
     async def _renew(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            await asyncio.sleep(self.TTL / 3)
+            await asyncio.sleep(self.ttl / 3)
             if self.held:
                 try:
-                    await loop.run_in_executor(self.executor, self.cache.renew_leases, self.owner, self.TTL)
+                    await loop.run_in_executor(self.executor, self.cache.renew_leases, self.owner, self.ttl)
                 except Exception:
                     pass
 
     def release(self, key: str) -> None:
         """Release the lease on ``key`` now (the call failed: another process may try)."""
-        self._prefetched.pop(key, None)
+        self.valid.pop(key, None)
         if key in self.held:
             self.held.discard(key)
             self._release_now([key])
@@ -175,6 +186,7 @@ class Leases:
             self.cache.release_leases(self.owner)
         except Exception as exc:  # they expire within TTL anyway
             log.warning("cache %s: could not release leases (%s); they expire within %.0f s",
-                        self.cache.path, exc, self.TTL)
+                        self.cache.path, exc, self.ttl)
         self.held.clear()
+        self.valid.clear()
 

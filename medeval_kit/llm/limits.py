@@ -125,7 +125,8 @@ class RetryPolicy:
     earlier failures of the request that came without a Retry-After, and the executor counts it
     from the start of the failed attempt (an attempt that hung until it timed out has waited
     already). Failures that will recur are not retried at all (see ``providers.failure``), and a
-    200 with an unreadable body at most twice.
+    200 with an unreadable body (billed, unusable) at most once: a second one in a row ends the
+    request, and a request gets at most two in all.
     """
 
     max_retries: int = 8

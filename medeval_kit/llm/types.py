@@ -251,7 +251,8 @@ def to_frame(responses: list[Response]):
 class RunStats:
     """What one ``Client.run`` did.
 
-    ``cost_usd`` is what the run's delivered replies cost (their reported usage). ``unconfirmed_usd``
+    ``cost_usd`` is what the run's delivered replies cost (their reported usage), plus replies that were
+    billed but unusable (a 200 without choices) when they still reported their usage. ``unconfirmed_usd``
     is the reserved (upper-bound) cost of the ``n_unconfirmed`` attempts whose reply may have been
     generated, and billed, but never arrived (a timeout after sending, a reset mid-body, a broken
     body). With a budget, ``budget_usd`` is its cap and ``budget_spent_usd``, ``reserved_usd`` (calls

@@ -11,6 +11,7 @@ from ..registry import provider
 from ..secrets import redact
 from ..types import Request
 from .base import BATCH_PENDING, BATCH_READY, BatchAPI, Completion
+from .failures import reported_usage
 from .http import HTTPProvider, call_kwargs, json_body
 
 TOOL_NAME = "respond"
@@ -21,7 +22,8 @@ def completion_from_message(raw: dict[str, Any], structured: bool) -> Completion
     """The Completion of an Anthropic message; with ``structured`` the forced tool call's input is the text."""
     content = raw.get("content")
     if not isinstance(content, list):
-        raise ProviderError(f"malformed Anthropic message (no content): {json.dumps(raw)[:200]}", broken_body=True)
+        raise ProviderError(f"malformed Anthropic message (no content): {json.dumps(raw)[:200]}", broken_body=True,
+                            usage=reported_usage(raw, "input_tokens", "output_tokens"))
     text = None
     if structured:
         for block in content:

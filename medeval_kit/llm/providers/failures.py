@@ -55,6 +55,16 @@ _WILL_RECUR = frozenset({"LocalProtocolError", "UnsupportedProtocol", "InvalidUR
 _TRANSIENT = ("Connect", "Timeout", "Validation", "Protocol", "Decode", "Read", "Write", "Network", "Stream")
 
 
+def reported_usage(raw: Any, prompt: str, completion: str) -> tuple[int, int] | None:
+    """``(prompt_tokens, completion_tokens)`` from a reply's ``usage`` object; None when it cannot be read."""
+    usage = raw.get("usage") if isinstance(raw, dict) else None
+    try:
+        pt, ct = int(usage[prompt]), int(usage[completion])
+    except (TypeError, KeyError, ValueError):
+        return None
+    return (pt, ct) if pt >= 0 and ct >= 0 else None
+
+
 def status_retryable(status: int, message: str = "") -> bool:
     """Whether an HTTP error status is worth retrying: 408/409/425/429 and 5xx, except a 5xx whose
     body says the request is invalid; 400/401/403/404/422 (and other 4xx) never."""
@@ -72,7 +82,7 @@ class Failure:
     ``billed``: the reply may have been generated (and billed) although it never arrived whole:
     a timeout after the request was sent, a connection reset mid-body, a 200 whose body is
     unreadable. The budget counts such attempts at their reserved cost (``unconfirmed_usd``).
-    ``broken_body``: a 200 whose body is unusable; retried at most twice.
+    ``broken_body``: a 200 whose body is unusable; retried at most once (a second in a row ends the request).
     """
 
     retryable: bool

@@ -22,6 +22,7 @@ from ..registry import provider
 from ..secrets import get_logger, redact
 from ..types import Request
 from .base import BATCH_PENDING, BATCH_READY, BatchAPI, Completion
+from .failures import reported_usage
 from .http import HTTPProvider, call_kwargs, json_body
 
 log = get_logger(__name__)
@@ -70,7 +71,8 @@ def completion_from_chat(raw: dict[str, Any]) -> Completion:
     """The Completion of a chat-completions reply (OpenAI, OpenAI-compatible servers, llama.cpp)."""
     choices = raw.get("choices") or []
     if not choices or not isinstance(choices[0], dict):
-        raise ProviderError(f"malformed chat completion (no choices): {json.dumps(raw)[:200]}", broken_body=True)
+        raise ProviderError(f"malformed chat completion (no choices): {json.dumps(raw)[:200]}", broken_body=True,
+                            usage=reported_usage(raw, "prompt_tokens", "completion_tokens"))
     msg = choices[0].get("message") or {}
     usage = raw.get("usage") or {}
     return Completion(
