@@ -42,6 +42,12 @@ def register_cli(subparsers) -> None:
     p.add_argument("--grader", default=None, help="healthbench: name of the grader rater [grader]")
     p.add_argument("--no-inspect-ai", action="store_true",
                    help="inspect: use the built-in reader even when inspect_ai is installed")
+    p.add_argument("--max-member-mb", type=float, default=None, metavar="MB",
+                   help="inspect: refuse an .eval zip member that inflates to more than MB megabytes "
+                        "[512, or $MEDEVAL_MAX_MEMBER_MB]")
+    p.add_argument("--max-json-mb", type=float, default=None, metavar="MB",
+                   help="refuse a JSON file (parsed whole) or a JSON line larger than MB megabytes "
+                        "[256, or $MEDEVAL_MAX_JSON_MB]")
     p.set_defaults(func=_cli_import)
 
 
@@ -56,7 +62,19 @@ def _reader_options(args) -> dict:
         if args.format != "inspect":
             raise ReaderError("--no-inspect-ai applies to the inspect format only")
         opts["use_inspect_ai"] = False
+    if args.max_member_mb is not None:
+        if args.format != "inspect":
+            raise ReaderError("--max-member-mb applies to the inspect format only")
+        opts["max_member_bytes"] = _bytes(args.max_member_mb, "--max-member-mb")
+    if args.max_json_mb is not None:
+        opts["max_json_bytes"] = _bytes(args.max_json_mb, "--max-json-mb")
     return opts
+
+
+def _bytes(mb: float, flag: str) -> int:
+    if not mb > 0:
+        raise ReaderError(f"{flag} must be a positive number of megabytes, got {mb}")
+    return int(mb * (1 << 20))
 
 
 def _write(df: pd.DataFrame, out: str) -> None:

@@ -79,18 +79,28 @@ DESCRIPTIONS: dict[str, str] = {
 """Format name -> what the file holds (the format list of ``medeval import --help``)."""
 
 
-def read_format(fmt: str, path: str | Path, *, table: str | None = None, **options) -> ReadResult | pd.DataFrame:
+def read_format(fmt: str, path: str | Path, *, table: str | None = None, max_member_bytes: int | None = None,
+                max_json_bytes: int | None = None, **options) -> ReadResult | pd.DataFrame:
     """Read ``path`` written by tool ``fmt`` (see :data:`FORMATS`).
 
     Returns the :class:`ReadResult`, or with ``table=`` the named table as a DataFrame (``"primary"``
     = the table an analysis of this format needs: judgments, or annotations for ``mtbench_human``
     and ``healthbench``); a table the file cannot give raises :class:`ReaderError` naming those it can.
     ``options`` go to the reader (e.g. ``grader=`` for ``healthbench``).
+
+    Hostile or broken files raise :class:`ReaderError` (never another exception type). Reads are
+    bounded: ``max_member_bytes`` (Inspect ``.eval`` zip members, default 512 MB or
+    ``MEDEVAL_MAX_MEMBER_MB``) and ``max_json_bytes`` (a JSON file parsed whole, or one JSON line;
+    default 256 MB or ``MEDEVAL_MAX_JSON_MB``); JSON-lines files are streamed.
     """
     squash = {k.replace("_", ""): k for k in FORMATS}  # "MT-bench", "mt_bench", "AlpacaEval" all match
     key = squash.get(str(fmt).strip().lower().replace("-", "").replace("_", ""))
     if key is None:
         raise ReaderError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if max_member_bytes is not None and key == "inspect":
+        options["max_member_bytes"] = max_member_bytes
+    if max_json_bytes is not None:
+        options["max_json_bytes"] = max_json_bytes
     res = FORMATS[key](path, **options)
     if table is None:
         return res

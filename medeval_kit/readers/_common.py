@@ -12,7 +12,7 @@ import hashlib
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,16 +20,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from medeval_kit.errors import DataFileError
+from medeval_kit.readers._limits import (
+    ReaderError,
+    iter_json_lines,
+    json_limit,
+    parse_json,
+    read_file_bounded,
+)
 from medeval_kit.schemas import SCHEMAS, validate
 
-__all__ = ["ReaderError", "ReadResult", "Tally", "stable_id", "load_json", "load_records", "TABLES"]
+__all__ = ["ReaderError", "ReadResult", "Tally", "stable_id", "load_json", "load_records", "iter_records", "need_int",
+           "TABLES"]
 
 TABLES = ("judgments", "annotations", "items", "responses")
-
-
-class ReaderError(DataFileError):
-    """A file in another tool's format cannot be read: names the file, the record and the field."""
 
 
 def where_error(source: str, where: str, field_name: str | None, problem: str) -> ReaderError:
@@ -57,70 +60,82 @@ def _check_file(p: Path) -> None:
         raise ReaderError(f"{p}: file not found")
 
 
-def load_json(path: str | Path) -> Any:
-    """Parse a whole JSON file; a malformed file raises :class:`ReaderError` with line and column."""
-    p = Path(path)
-    _check_file(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ReaderError(f"{p}: not UTF-8 text ({exc}); is this the right file?") from None
-    if not text.strip():
-        raise ReaderError(f"{p}: the file is empty")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ReaderError(f"{p}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+def load_json(path: str | Path, max_bytes: int | None = None) -> Any:
+    """Parse a whole JSON file of at most ``max_bytes`` (see :func:`~medeval_kit.readers._limits.json_limit`).
 
-
-def load_records(path: str | Path) -> list[tuple[str, dict]]:
-    """Return ``(where, record)`` pairs from a JSON array of objects or a JSON-lines file.
-
-    The layout is recognised from the content, not the suffix (AlpacaEval writes ``.json`` arrays,
-    FastChat ``.jsonl`` lines, Hugging Face exports either). ``where`` is ``"record N"`` (1-based) in
-    an array and ``"line N"`` in a JSON-lines file; errors name it.
+    A malformed, non-UTF-8, too deeply nested or too large file raises :class:`ReaderError`.
     """
     p = Path(path)
     _check_file(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ReaderError(f"{p}: not UTF-8 text ({exc}); is this the right file?") from None
-    stripped = text.lstrip()
-    if not stripped:
+    data = read_file_bounded(p, json_limit(max_bytes))
+    if not data.strip():
         raise ReaderError(f"{p}: the file is empty")
-    if stripped.startswith("["):
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ReaderError(f"{p}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
-        out = []
+    return parse_json(data, str(p))
+
+
+def _first_byte(p: Path, limit: int) -> bytes:
+    """The first non-blank byte of ``p`` (b"" for a blank file), reading at most ``limit`` bytes."""
+    with p.open("rb") as f:
+        seen = 0
+        while seen <= limit:
+            chunk = f.read(65536)
+            if not chunk:
+                return b""
+            seen += len(chunk)
+            s = chunk.lstrip()
+            if s:
+                return s[:1]
+    raise ReaderError(f"{p}: more than max_json_bytes={limit} of blank space")
+
+
+def iter_records(path: str | Path, max_bytes: int | None = None) -> Iterator[tuple[str, dict]]:
+    """Yield ``(where, record)`` from a JSON array of objects or a JSON-lines file.
+
+    The layout is recognised from the content, not the suffix (AlpacaEval writes ``.json`` arrays,
+    FastChat ``.jsonl`` lines, Hugging Face exports either). ``where`` is ``"record N"`` (1-based) in
+    an array and ``"line N"`` in a JSON-lines file; errors name it. A JSON-lines file is streamed one
+    line at a time (each line at most ``max_bytes``); an array is parsed whole (at most ``max_bytes``).
+    """
+    p = Path(path)
+    _check_file(p)
+    limit = json_limit(max_bytes)
+    first = _first_byte(p, limit)
+    if not first:
+        raise ReaderError(f"{p}: the file is empty")
+    if first == b"[":
+        data = parse_json(read_file_bounded(p, limit), str(p))
+        if not isinstance(data, list):
+            raise ReaderError(f"{p}: expected a JSON array of records, got {type(data).__name__}")
         for i, rec in enumerate(data, start=1):
             if not isinstance(rec, dict):
                 raise ReaderError(f"{p}: record {i} is a JSON {type(rec).__name__}, expected an object")
-            out.append((f"record {i}", rec))
-        return out
-    out = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if lineno == 1 and stripped.startswith("{"):
-                # maybe one pretty-printed JSON object rather than JSON lines
-                try:
-                    obj = json.loads(text)
-                except json.JSONDecodeError:
-                    obj = None
-                if isinstance(obj, dict):
-                    raise ReaderError(f"{p}: holds one JSON object, expected JSON lines or an array of "
-                                      f"records (keys: {sorted(obj)[:8]}); is this the right format?") from None
-            raise ReaderError(f"{p}: line {lineno} is not valid JSON ({exc.msg}, column {exc.colno})") from None
-        if not isinstance(rec, dict):
-            raise ReaderError(f"{p}: line {lineno} is a JSON {type(rec).__name__}, expected an object")
-        out.append((f"line {lineno}", rec))
-    return out
+            yield f"record {i}", rec
+        return
+    try:
+        for lineno, rec in iter_json_lines(p, limit):
+            if not isinstance(rec, dict):
+                raise ReaderError(f"{p}: line {lineno} is a JSON {type(rec).__name__}, expected an object")
+            yield f"line {lineno}", rec
+    except ReaderError as exc:
+        if first == b"{" and str(exc).startswith(f"{p}: line 1 is not valid JSON"):
+            _one_object(p, limit)
+        raise
+
+
+def _one_object(p: Path, limit: int) -> None:
+    """Line 1 is not JSON: say so plainly when the file is one pretty-printed JSON object."""
+    try:
+        obj = parse_json(read_file_bounded(p, limit), str(p))
+    except ReaderError:
+        return
+    if isinstance(obj, dict):
+        raise ReaderError(f"{p}: holds one JSON object, expected JSON lines or an array of "
+                          f"records (keys: {sorted(obj)[:8]}); is this the right format?") from None
+
+
+def load_records(path: str | Path, max_bytes: int | None = None) -> list[tuple[str, dict]]:
+    """All of :func:`iter_records` as a list (small files; readers stream with :func:`iter_records`)."""
+    return list(iter_records(path, max_bytes))
 
 
 # --------------------------------------------------------------------------- field access
@@ -146,6 +161,14 @@ def need(rec: Mapping, key: str, source: str, where: str, kinds: type | tuple[ty
         if not ok:
             want = " or ".join(_json_kind(k) for k in _as_tuple(kinds))
             raise where_error(source, where, name, f"expected {want}, got {_json_kind(type(v))} {_short(v)}")
+    return v
+
+
+def need_int(rec: Mapping, key: str, source: str, where: str, lo: int, hi: int, *, what: str = "") -> int:
+    """``rec[key]`` as an integer in ``lo..hi``; a wrong type or a value out of range is a located error."""
+    v = need(rec, key, source, where, int)
+    if not lo <= v <= hi:
+        raise where_error(source, where, key, f"expected {what or f'an integer in {lo}..{hi}'}, got {_short(v)}")
     return v
 
 
@@ -273,6 +296,25 @@ class ReadResult:
 
 
 # --------------------------------------------------------------------------- accounting
+def _columns_frame(rows: Columns, table: str) -> pd.DataFrame:
+    """A DataFrame of ``rows``' columns, freeing each list as it goes. The schema's text columns stay
+    Python objects: inferring a string dtype would copy every (shared) string, and :meth:`Tally.frame`
+    turns them back into objects anyway."""
+    text = {c.name for c in SCHEMAS[table].columns if c.kind == "str"} | {"label"}
+    rows._memo = {}
+    data = {}
+    for k in list(rows.cols):
+        v = rows.cols.pop(k)
+        if k in text:
+            a = np.empty(len(v), dtype=object)
+            a[:] = v
+            data[k] = pd.Series(a, dtype=object, copy=False)
+        else:
+            data[k] = v
+        del v
+    return pd.DataFrame(data)
+
+
 @dataclass
 class Tally:
     """Counts records and drops while a reader walks a file, then builds validated tables."""
@@ -296,12 +338,22 @@ class Tally:
         if text not in self._notes:
             self._notes.append(text)
 
-    def frame(self, rows: list[dict], table: str, *, columns: Sequence[str] = (),
+    def frame(self, rows: list[dict] | Columns | Mapping[str, Any], table: str, *, columns: Sequence[str] = (),
               categories: Mapping[str, Iterable] | None = None) -> pd.DataFrame | None:
-        """Rows -> a validated tidy table (``None`` when there are no rows). Column order: schema, then ``columns``."""
-        if not rows:
+        """Rows (dicts, :class:`Columns`, or a mapping column -> values) -> a validated tidy table
+        (``None`` when there are no rows). Column order: schema, then ``columns``."""
+        if isinstance(rows, Columns):
+            if not rows.n:
+                return None
+            df = _columns_frame(rows, table)
+        elif isinstance(rows, Mapping):
+            df = pd.DataFrame(rows)
+            if df.empty:
+                return None
+        elif not rows:
             return None
-        df = pd.DataFrame(rows)
+        else:
+            df = pd.DataFrame(rows)
         schema = SCHEMAS[table]
         for c in schema.columns:
             if c.name not in df.columns:
@@ -327,6 +379,51 @@ class Tally:
         return ReadResult(format=self.format, source=self.source, primary=primary, n_records=self.n_records,
                           record_unit=self.record_unit, dropped=dropped, notes=tuple(self._notes),
                           reader=reader, **tables)
+
+
+class Columns:
+    """Rows kept column by column: a list per column instead of a dict per row, and short strings
+    shared (interned), so a streamed file of millions of rows stays small in memory.
+
+    ``add(row)`` takes one row dict (a column missing from a row is ``None``); :meth:`Tally.frame`
+    accepts a ``Columns`` wherever it accepts a list of row dicts.
+    """
+
+    _SHORT = 200  # strings up to this length are shared: ids, names, labels (not judgment texts)
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list] = {}
+        self.n = 0
+        self._memo: dict[str, str] = {}
+
+    def __len__(self) -> int:
+        return self.n
+
+    def add(self, row: Mapping[str, Any]) -> None:
+        """Append one row."""
+        memo, n = self._memo, self.n
+        for k, v in row.items():
+            col = self.cols.get(k)
+            if col is None:
+                col = self.cols[k] = [None] * n
+            if type(v) is str and len(v) <= self._SHORT:
+                v = memo.setdefault(v, v)
+            col.append(v)
+        self.n = n + 1
+        for col in self.cols.values():
+            if len(col) == n:
+                col.append(None)
+
+    def number_repeats(self, key: Sequence[str], *, field_name: str = "repeat") -> int:
+        """:func:`number_repeats` on the columns: 0, 1, 2 ... per ``key`` in row order."""
+        seen: Counter = Counter()
+        out, n = [], 0
+        for k in zip(*(self.cols[c] for c in key)):
+            out.append(seen[k])
+            n += seen[k] > 0
+            seen[k] += 1
+        self.cols[field_name] = out if self.n else []
+        return n
 
 
 def number_repeats(rows: list[dict], key: Sequence[str], *, field_name: str = "repeat") -> int:

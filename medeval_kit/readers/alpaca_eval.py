@@ -40,25 +40,28 @@ from medeval_kit.readers._common import (
     ReadResult,
     Tally,
     is_missing,
-    load_records,
+    iter_records,
     n_words,
     need,
     number_repeats,
     stable_id,
     where_error,
 )
+from medeval_kit.readers._limits import guarded
 
 __all__ = ["read_alpaca_eval"]
 
 
-def read_alpaca_eval(path: str | Path, *, annotator: str | None = None) -> ReadResult:
+@guarded
+def read_alpaca_eval(path: str | Path, *, annotator: str | None = None, max_json_bytes: int | None = None) -> ReadResult:
     """Read an AlpacaEval ``annotations.json`` into pairwise judgments (and annotations, items, responses).
 
     ``annotator`` names the judge for files whose records have no ``annotator`` field; a record's own
-    ``annotator`` always wins. See the module docstring for the mapping and its sources.
+    ``annotator`` always wins. ``max_json_bytes`` bounds the file (parsed whole). See the module
+    docstring for the mapping and its sources.
     """
     src = str(path)
-    recs = load_records(path)
+    recs = iter_records(path, max_json_bytes)
     tally = Tally("alpaca_eval", src, record_unit="records")
     rows, items, resps = [], {}, {}
     for where, r in recs:
@@ -87,7 +90,7 @@ def read_alpaca_eval(path: str | Path, *, annotator: str | None = None) -> ReadR
         rows.append({"question_item": qid, "judge": judge, "protocol": "pairwise", "criterion": "preference",
                      "order": "unrecorded", "raw": None if is_missing(pref) else str(pref), "verdict": verdict,
                      "score": score, "parse_status": status, "model_a": g1, "model_b": g2,
-                     "preference": float("nan") if pref is None else float(pref),
+                     "preference": float("nan") if pref is None else _as_float(pref),
                      "len_a": n_words(o1), "len_b": n_words(o2),
                      "nchar_a": float("nan") if o1 is None else float(len(o1)),
                      "nchar_b": float("nan") if o2 is None else float(len(o2)),
@@ -131,10 +134,14 @@ def read_alpaca_eval(path: str | Path, *, annotator: str | None = None) -> ReadR
     )
 
 
+def _as_float(v) -> float:
+    return float(v) if abs(v) < 1e300 else math.nan
+
+
 def _num(r: dict, *keys: str) -> float:
     for k in keys:
         v = r.get(k)
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < 1e300:
             return float(v)
     return float("nan")
 
@@ -143,7 +150,7 @@ def _preference(pref, src: str, where: str) -> tuple[str | None, float, str, str
     """(verdict, margin of A, parse_status, note) of one AlpacaEval preference."""
     if is_missing(pref) or pref == -1:
         return None, math.nan, "failed", "no preference parsed from the annotator's output"
-    p = float(pref)
+    p = float(pref) if abs(pref) < 1e300 else math.inf  # a huge JSON integer would overflow float()
     if p == 0:
         return "tie", 0.0, "ok", "identical outputs (preference 0, AlpacaEval's legacy draw)"
     if not 1 <= p <= 2:

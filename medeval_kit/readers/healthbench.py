@@ -30,7 +30,8 @@ import json
 import re
 from pathlib import Path
 
-from medeval_kit.readers._common import ReadResult, Tally, load_records, need, stable_id, where_error
+from medeval_kit.readers._common import Columns, ReadResult, Tally, iter_records, need, stable_id, where_error
+from medeval_kit.readers._limits import guarded
 
 __all__ = ["read_healthbench_meta"]
 
@@ -54,7 +55,7 @@ def _grader_label(r: dict, src: str, where: str) -> tuple[bool, str | None, str 
     if isinstance(g, str):
         try:
             g = json.loads(_FENCE.sub("", g.strip()))
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
             return True, None, "grader reply is not JSON"
     if not isinstance(g, dict) or not isinstance(g.get("criteria_met"), bool):
         return True, None, "grader reply has no boolean criteria_met"
@@ -70,16 +71,18 @@ def _conversation(prompt, completion) -> str | None:
     return "\n\n".join(f"{m.get('role', '')}: {m.get('content', '')}" for m in msgs if isinstance(m, dict))
 
 
-def read_healthbench_meta(path: str | Path, *, grader: str = "grader") -> ReadResult:
+@guarded
+def read_healthbench_meta(path: str | Path, *, grader: str = "grader", max_json_bytes: int | None = None) -> ReadResult:
     """Read a HealthBench meta-evaluation JSONL into physician and grader annotations (and items).
 
     ``grader`` names the rater of the grader labels (``criteria_met`` / ``grader_response`` on each
-    line). See the module docstring for the mapping and its sources.
+    line). The file is streamed line by line; ``max_json_bytes`` bounds one line. See the module
+    docstring for the mapping and its sources.
     """
     src = str(path)
-    recs = load_records(path)
+    recs = iter_records(path, max_json_bytes)
     tally = Tally("healthbench", src, record_unit="lines (rubric criteria)")
-    ann, items, n_grader, n_no_grader = [], {}, 0, 0
+    ann, items, item_ids, n_grader, n_no_grader = Columns(), Columns(), set(), 0, 0
     for where, r in recs:
         tally.record()
         rubric = need(r, "rubric", src, where, str)
@@ -98,13 +101,14 @@ def read_healthbench_meta(path: str | Path, *, grader: str = "grader") -> ReadRe
         ckey = (str(r["completion_id"]) if r.get("completion_id") is not None
                 else (stable_id(completion) if completion is not None else None))
         item = "/".join(k for k in (pkey, ckey, stable_id(rubric)) if k)
-        if item in items:
+        if item in item_ids:
             tally.drop("repeated line for one (prompt, completion, criterion) (kept the first)", where)
             continue
         category = r.get("category") if isinstance(r.get("category"), str) else None
-        items[item] = {"item": item, "dataset": "healthbench_meta", "question": rubric,
-                       "context": _conversation(prompt, completion), "category": category,
-                       "prompt_id": pkey, "completion_id": ckey}
+        item_ids.add(item)
+        items.add({"item": item, "dataset": "healthbench_meta", "question": rubric,
+                   "context": _conversation(prompt, completion), "category": category,
+                   "prompt_id": pkey, "completion_id": ckey})
         base = {"item": item, "criterion": "criteria_met", "category": category}
         raters = set()
         for i, (lab, pid) in enumerate(zip(labels, ids)):
@@ -118,14 +122,14 @@ def read_healthbench_meta(path: str | Path, *, grader: str = "grader") -> ReadRe
                            f"{where}, anonymized_physician_ids[{i}]")
                 continue
             raters.add(pid)
-            ann.append({**base, "rater": pid, "rater_kind": "human", "label": _label(lab)})
+            ann.add({**base, "rater": pid, "rater_kind": "human", "label": _label(lab)})
         present, glab, note = _grader_label(r, src, where)
         if present:
             if grader in raters:
                 raise where_error(src, where, "anonymized_physician_ids", f"a physician is called {grader!r}, the "
                                   "grader's name; pass grader='another name'")
             n_grader += 1
-            ann.append({**base, "rater": grader, "rater_kind": "llm", "label": glab, "note": note})
+            ann.add({**base, "rater": grader, "rater_kind": "llm", "label": glab, "note": note})
         else:
             n_no_grader += 1
     if n_grader == 0:
@@ -137,5 +141,5 @@ def read_healthbench_meta(path: str | Path, *, grader: str = "grader") -> ReadRe
         "annotations", "built-in JSON-lines reader",
         annotations=tally.frame(ann, "annotations", categories={"label": ["met", "not_met"]},
                                 columns=["category", "note"]),
-        items=tally.frame(list(items.values()), "items"),
+        items=tally.frame(items, "items"),
     )

@@ -39,10 +39,7 @@ errored) is ``"missing"``. Both are counted, never turned into a grade.
 
 from __future__ import annotations
 
-import io
-import json
 import math
-import struct
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -56,35 +53,42 @@ from medeval_kit.readers._common import (
     load_json,
     where_error,
 )
+from medeval_kit.readers._limits import MemberReader, guarded, json_limit, member_limit, parse_json
 
 __all__ = ["read_inspect"]
 
 _LETTERS = {"C": "correct", "I": "incorrect", "P": "partial", "N": "no_answer"}
 _LETTER_SCORE = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _GRADE_NOT_FOUND = "Grade not found in model output"
-_ZSTD = 93  # zip compression method id of zstandard
+_MAX_EPOCH = 2**31 - 1
 
 
-def read_inspect(path: str | Path, *, use_inspect_ai: bool | None = None) -> ReadResult:
+@guarded
+def read_inspect(path: str | Path, *, use_inspect_ai: bool | None = None, max_member_bytes: int | None = None,
+                 max_json_bytes: int | None = None) -> ReadResult:
     """Read an Inspect AI log (``.eval`` or ``.json``) into judgments, items and responses.
 
     ``use_inspect_ai``: ``None`` (default) reads with ``inspect_ai.log.read_eval_log`` when the
     package is installed (``pip install 'medeval_kit[inspect]'``), else with the built-in reader of
     the documented layout; ``True`` requires inspect_ai; ``False`` always uses the built-in reader.
-    See the module docstring for the mapping and the sources it was checked against.
+    ``max_member_bytes`` bounds each zip member of an ``.eval`` (declared and inflated size) and
+    ``max_json_bytes`` a ``.json`` log (see :mod:`medeval_kit.readers._limits`). See the module
+    docstring for the mapping and the sources it was checked against.
     """
     p = Path(path)
     src = str(p)
     suffix = p.suffix.lower()
     if suffix not in (".eval", ".json"):
         raise ReaderError(f"{src}: an Inspect log ends in .eval or .json; got {suffix or 'no suffix'!r}")
-    header, samples, reader = _load(p, use_inspect_ai)
+    limits = (member_limit(max_member_bytes), json_limit(max_json_bytes))
+    header, samples, reader = _load(p, use_inspect_ai, *limits)
     tally = Tally("inspect", src, record_unit="samples (sample x epoch)")
     return _convert(header, samples, tally, reader)
 
 
 # --------------------------------------------------------------------------- loading
-def _load(p: Path, use_inspect_ai: bool | None) -> tuple[dict, list[tuple[str, dict]], str]:
+def _load(p: Path, use_inspect_ai: bool | None, member_max: int, json_max: int
+          ) -> tuple[dict, list[tuple[str, dict]], str]:
     if not p.exists():
         raise ReaderError(f"{p}: file not found")
     if use_inspect_ai is not False:
@@ -95,9 +99,10 @@ def _load(p: Path, use_inspect_ai: bool | None) -> tuple[dict, list[tuple[str, d
                 raise ReaderError(f"{p}: use_inspect_ai=True but inspect_ai is not installed; "
                                   "pip install 'medeval_kit[inspect]'") from None
         else:
+            _precheck(p, member_max, json_max)
             return _load_with_inspect_ai(p, read_eval_log)
     if p.suffix.lower() == ".json":
-        log = load_json(p)
+        log = load_json(p, json_max)
         if not isinstance(log, dict) or "eval" not in log:
             raise ReaderError(f"{p}: not an Inspect log: expected a JSON object with 'eval' and 'samples' "
                               f"(got {type(log).__name__}"
@@ -105,8 +110,25 @@ def _load(p: Path, use_inspect_ai: bool | None) -> tuple[dict, list[tuple[str, d
         samples = log.get("samples") or []
         if not isinstance(samples, list):
             raise where_error(str(p), "log", "samples", f"expected a list, got {type(samples).__name__}")
-        return log, [(f"samples[{i}]", s) for i, s in enumerate(samples)], "built-in JSON reader"
-    return _load_zip(p)
+        return log, [(f"samples[{i}]", _slim(s)) for i, s in enumerate(samples)], "built-in JSON reader"
+    return _load_zip(p, member_max)
+
+
+def _precheck(p: Path, member_max: int, json_max: int) -> None:
+    """Refuse, before inspect_ai reads it whole, a log larger than the limits (declared member sizes)."""
+    if p.suffix.lower() == ".json":
+        read_limit = p.stat().st_size
+        if read_limit > json_max:
+            raise ReaderError(f"{p}: {read_limit} bytes is more than max_json_bytes={json_max}")
+        return
+    try:
+        with zipfile.ZipFile(p) as zf:
+            for info in zf.infolist():
+                if info.file_size > member_max:
+                    raise ReaderError(f"{p}: member {info.filename}: declares {info.file_size} bytes, more than "
+                                      f"max_member_bytes={member_max}")
+    except (zipfile.BadZipFile, OSError, ValueError):
+        raise ReaderError(f"{p}: not a zip archive; an .eval log is a zip (is the file truncated?)") from None
 
 
 def _load_with_inspect_ai(p: Path, read_eval_log) -> tuple[dict, list[tuple[str, dict]], str]:
@@ -122,21 +144,34 @@ def _load_with_inspect_ai(p: Path, read_eval_log) -> tuple[dict, list[tuple[str,
     return header, samples, f"inspect_ai {getattr(inspect_ai, '__version__', '?')} read_eval_log"
 
 
-def _load_zip(p: Path) -> tuple[dict, list[tuple[str, dict]], str]:
+_KEEP = ("id", "epoch", "input", "target", "scores", "error")
+
+
+def _slim(s: Any) -> Any:
+    """Only the parts of a sample the conversion uses (messages and events can be most of a log)."""
+    if not isinstance(s, dict):
+        return s
+    out = {k: s[k] for k in _KEEP if k in s}
+    o = s.get("output")
+    if isinstance(o, dict):
+        out["output"] = {"completion": o.get("completion")}
+    return out
+
+
+def _load_zip(p: Path, limit: int) -> tuple[dict, list[tuple[str, dict]], str]:
     try:
         zf = zipfile.ZipFile(p)
-    except zipfile.BadZipFile:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
         raise ReaderError(f"{p}: not a zip archive; an .eval log is a zip (is the file truncated?)") from None
     with zf, p.open("rb") as raw:
         names = zf.namelist()
+        reader = MemberReader(zf, raw, p, limit)
 
-        def member(name: str) -> Any:
-            try:
-                data = _read_member(zf, raw, name, p)
-                return json.loads(data)
-            except json.JSONDecodeError as exc:
-                raise ReaderError(f"{p}: member {name}: malformed JSON at line {exc.lineno}, column "
-                                  f"{exc.colno}: {exc.msg}") from None
+        def member(name: str, obj: bool = True) -> Any:
+            v = parse_json(reader.read(name), f"{p}: member {name}")
+            if obj and not isinstance(v, dict):
+                raise ReaderError(f"{p}: member {name}: expected a JSON object, got {type(v).__name__}")
+            return v
 
         if "header.json" in names:
             header = member("header.json")
@@ -151,7 +186,7 @@ def _load_zip(p: Path) -> tuple[dict, list[tuple[str, dict]], str]:
             raise ReaderError(f"{p}: not an Inspect .eval log: no header.json, _journal/start.json or start.json "
                               f"in the zip (members: {names[:8]})")
         sample_names = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
-        samples = [(f"sample member {n}", member(n)) for n in sample_names]
+        samples = [(f"sample member {n}", _slim(member(n, obj=False))) for n in sample_names]
     samples.sort(key=lambda t: (_epoch(t[1]), str(t[1].get("id")) if isinstance(t[1], dict) else ""))
     return header, samples, "built-in .eval reader"
 
@@ -159,31 +194,6 @@ def _load_zip(p: Path) -> tuple[dict, list[tuple[str, dict]], str]:
 def _epoch(s: Any) -> int:
     e = s.get("epoch", 0) if isinstance(s, dict) else 0
     return e if isinstance(e, int) else 0
-
-
-def _read_member(zf: zipfile.ZipFile, raw, name: str, p: Path) -> bytes:
-    info = zf.getinfo(name)
-    if info.compress_type != _ZSTD:
-        try:
-            return zf.read(name)
-        except NotImplementedError as exc:
-            raise ReaderError(f"{p}: member {name}: {exc} (zip method {info.compress_type})") from None
-    try:
-        import zstandard  # type: ignore[import-not-found]
-    except ImportError:
-        raise ReaderError(
-            f"{p}: member {name} is zstd-compressed (written by a recent Inspect). Install inspect_ai "
-            "(pip install 'medeval_kit[inspect]') or zstandard, or convert the log to JSON with "
-            "`inspect log convert FILE --to json --output-dir DIR`") from None
-    raw.seek(info.header_offset)
-    head = raw.read(30)
-    if len(head) < 30 or struct.unpack("<I", head[:4])[0] != 0x04034B50:
-        raise ReaderError(f"{p}: member {name}: bad local zip header (is the file truncated?)")
-    n_name, n_extra = struct.unpack("<HH", head[26:30])
-    raw.seek(info.header_offset + 30 + n_name + n_extra)
-    data = raw.read(info.compress_size)
-    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
-    return reader.read()
 
 
 # --------------------------------------------------------------------------- grader
@@ -201,17 +211,27 @@ def _model_name(m: Any) -> str | None:
     return None
 
 
-def _scorer_options(header: dict) -> dict[str, dict]:
+def _list_field(obj: dict, key: str, src: str, prefix: str) -> list:
+    """``obj[key]`` when it is a list; null or absent is an empty list; another type is an error."""
+    v = obj.get(key)
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise where_error(src, "log header", prefix + key, f"expected a list, got {type(v).__name__}")
+    return v
+
+
+def _scorer_options(header: dict, src: str) -> dict[str, dict]:
     """Scorer name -> options, from ``eval.scorers`` and ``results.scores[].params``."""
     out: dict[str, dict] = {}
     res = header.get("results") or {}
-    for sc in (res.get("scores") or []) if isinstance(res, dict) else []:
+    for sc in _list_field(res, "scores", src, "results.") if isinstance(res, dict) else []:
         if isinstance(sc, dict):
             opts = sc.get("params") if isinstance(sc.get("params"), dict) else {}
             for key in (sc.get("name"), sc.get("scorer")):
                 if isinstance(key, str):
                     out.setdefault(key, opts)
-    for sc in (header.get("eval") or {}).get("scorers") or []:
+    for sc in _list_field(header["eval"], "scorers", src, "eval."):
         if isinstance(sc, dict) and isinstance(sc.get("name"), str):
             out[sc["name"]] = sc.get("options") if isinstance(sc.get("options"), dict) else {}
     return out
@@ -288,7 +308,8 @@ def _log_meta(header: dict, tally: Tally) -> tuple[str, str | None, str | None]:
         raise where_error(tally.source, "log header", "eval", "missing or not an object; is this an Inspect log?")
     task = ev.get("task") if isinstance(ev.get("task"), str) else "inspect"
     model = ev.get("model") if isinstance(ev.get("model"), str) else None
-    dataset = (ev.get("dataset") or {}).get("name") if isinstance(ev.get("dataset"), dict) else None
+    dataset = ev["dataset"].get("name") if isinstance(ev.get("dataset"), dict) else None
+    dataset = dataset if isinstance(dataset, str) else None
     status = header.get("status")
     if status and status != "success":
         tally.note(f"log status is {status!r}: the run did not finish; samples present were read")
@@ -315,8 +336,9 @@ def _sample_key(src: str, where: str, s: Any) -> tuple[str, int]:
     sid, epoch = s["id"], s["epoch"]
     if not isinstance(sid, (str, int)) or isinstance(sid, bool):
         raise where_error(src, where, "id", f"expected a string or integer, got {sid!r}")
-    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
-        raise where_error(src, where, "epoch", f"expected an integer >= 1, got {epoch!r}")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not 1 <= epoch <= _MAX_EPOCH:
+        raise where_error(src, where, "epoch", f"expected an integer >= 1, got {epoch!r}"
+                          + ("" if not isinstance(epoch, int) or epoch < 1 else f" (at most {_MAX_EPOCH})"))
     return str(sid), epoch
 
 
@@ -363,7 +385,7 @@ def _note_graders(tally: Tally, graders: dict[str, tuple[str | None, str]], n_sa
 def _convert(header: dict, samples: list[tuple[str, dict]], tally: Tally, reader: str) -> ReadResult:
     src = tally.source
     task, model, dataset = _log_meta(header, tally)
-    options = _scorer_options(header)
+    options = _scorer_options(header, src)
     declared = list(options)
     graded = _graded_scorers(options, samples)
     graders: dict[str, tuple[str | None, str]] = {}
@@ -377,7 +399,8 @@ def _convert(header: dict, samples: list[tuple[str, dict]], tally: Tally, reader
             continue
         seen.add((item, epoch))
         err = s.get("error")
-        err_msg = (err.get("message") if isinstance(err, dict) else str(err)) if err else None
+        err_msg = (err.get("message") if isinstance(err, dict) else err) if err else None
+        err_msg = None if err_msg is None else err_msg if isinstance(err_msg, str) else as_text(err_msg)
         if item not in items:
             items[item] = {"item": item, "dataset": dataset or task, "question": _text(s.get("input")),
                            "answer": _text(s.get("target"))}

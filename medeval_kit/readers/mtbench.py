@@ -35,20 +35,26 @@ templates) are numbered as repeats. Single-answer grading gives ``protocol="rubr
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 
 from medeval_kit.pairwise import to_slot
 from medeval_kit.readers._common import (
+    Columns,
     ReaderError,
     ReadResult,
     Tally,
-    load_records,
+    iter_records,
     need,
-    number_repeats,
+    need_int,
     where_error,
 )
+from medeval_kit.readers._limits import guarded
 
 __all__ = ["read_mtbench", "read_mtbench_human"]
 
@@ -71,11 +77,11 @@ def _pair(m1: str, m2: str, src: str, where: str, f1: str, f2: str) -> tuple[str
     return (m1, m2) if m1 < m2 else (m2, m1)
 
 
+MAX_TURN = 100  # MT-bench has 2 turns; a larger number is a broken file, not a long conversation
+
+
 def _turn(r: Mapping, src: str, where: str) -> int:
-    t = need(r, "turn", src, where, int)
-    if t < 1:
-        raise where_error(src, where, "turn", f"expected 1 or 2, got {t}")
-    return t
+    return need_int(r, "turn", src, where, 1, MAX_TURN, what=f"1 or 2 (at most {MAX_TURN})")
 
 
 def _qid(r: Mapping, src: str, where: str) -> str:
@@ -83,27 +89,43 @@ def _qid(r: Mapping, src: str, where: str) -> str:
 
 
 # --------------------------------------------------------------------------- model judgments
-def read_mtbench(path: str | Path, *, inconsistent: str = "tie") -> ReadResult:
+@guarded
+def read_mtbench(path: str | Path, *, inconsistent: str = "tie", max_json_bytes: int | None = None) -> ReadResult:
     """Read FastChat's ``*_pair.jsonl`` (pairwise, both orders) or ``*_single.jsonl`` (1-10 grading).
 
     Pairwise files give ``judgments`` (one row per game) and ``annotations`` (one resolved label per
     pair and judge with :func:`medeval_kit.pairwise.resolve_orders`; ``inconsistent="tie"`` is
     FastChat's own rule in ``show_result.py``; ``"drop"`` leaves them unlabelled). Single files give
-    rubric ``judgments``. See the module docstring for the mapping and its sources.
+    rubric ``judgments``. The file is streamed line by line; ``max_json_bytes`` bounds one line (or a
+    JSON array file). See the module docstring for the mapping and its sources.
     """
     src = str(path)
-    recs = load_records(path)
-    kinds = {("pair" if "g1_winner" in r or "g2_winner" in r else "single" if "score" in r else "?") for _, r in recs}
-    if "?" in kinds:
-        where, r = next((w, r) for w, r in recs if "g1_winner" not in r and "g2_winner" not in r and "score" not in r)
-        raise where_error(src, where, "g1_winner/score", "neither a pairwise record (g1_winner, g2_winner) nor a "
-                          f"single-answer record (score); keys: {sorted(r)[:12]}. Is this a FastChat model_judgment file?")
-    if len(kinds) > 1:
-        raise ReaderError(f"{src}: mixes pairwise (g1_winner) and single-answer (score) records; FastChat writes "
-                          "them to separate files (*_pair.jsonl, *_single.jsonl) - split them first")
-    if kinds == {"single"}:
-        return _read_single(src, recs)
-    return _read_pair(src, recs, inconsistent)
+    recs = iter_records(path, max_json_bytes)
+    first = next(recs, None)
+    if first is None:
+        raise ReaderError(f"{src}: holds no records")
+    kind = _kind(*first, src)
+    stream = _same_kind(itertools.chain([first], recs), kind, src)
+    if kind == "single":
+        return _read_single(src, stream)
+    return _read_pair(src, stream, inconsistent)
+
+
+def _kind(where: str, r: dict, src: str) -> str:
+    if "g1_winner" in r or "g2_winner" in r:
+        return "pair"
+    if "score" in r:
+        return "single"
+    raise where_error(src, where, "g1_winner/score", "neither a pairwise record (g1_winner, g2_winner) nor a "
+                      f"single-answer record (score); keys: {sorted(r)[:12]}. Is this a FastChat model_judgment file?")
+
+
+def _same_kind(recs: Iterable[tuple[str, dict]], kind: str, src: str) -> Iterator[tuple[str, dict]]:
+    for where, r in recs:
+        if _kind(where, r, src) != kind:
+            raise ReaderError(f"{src}: {where}: mixes pairwise (g1_winner) and single-answer (score) records; "
+                              "FastChat writes them to separate files (*_pair.jsonl, *_single.jsonl) - split them first")
+        yield where, r
 
 
 def _winner(v, models: dict[str, str], src: str, where: str, field: str) -> str | None:
@@ -119,7 +141,7 @@ def _winner(v, models: dict[str, str], src: str, where: str, field: str) -> str 
 
 def _read_pair(src: str, recs, inconsistent: str) -> ReadResult:
     tally = Tally("mtbench", src, record_unit="lines (pairwise records)")
-    rows = []
+    rows = Columns()
     for where, r in recs:
         tally.record()
         if "m1_score" in r or "m2_score" in r:
@@ -145,13 +167,13 @@ def _read_pair(src: str, recs, inconsistent: str) -> ReadResult:
                 status, note, verdict = "failed", "judge API error ($ERROR$)", None
             elif verdict is None:
                 status, note = "failed", "no [[A]]/[[B]]/[[C]] verdict in the judgment (winner 'error')"
-            rows.append({"item": item, "judge": judge, "protocol": "pairwise", "criterion": "overall",
+            rows.add({"item": item, "judge": judge, "protocol": "pairwise", "criterion": "overall",
                          "order": order, "raw": raw, "verdict": verdict,
                          "slot_verdict": to_slot(verdict, order) if verdict else None,
                          "score": _MARGIN[verdict] if verdict else math.nan, "parse_status": status,
                          "question_id": qid, "turn": turn, "model_a": a, "model_b": b, "game": game,
                          "template": template, "winner_raw": w, "note": note})
-    n_rep = number_repeats(rows, ["item", "judge", "order"])
+    n_rep = rows.number_repeats(["item", "judge", "order"])
     if n_rep:
         tally.note(f"{n_rep} games repeat a (pair, turn, judge, order) - appended re-runs or several prompt "
                    "templates: numbered as repeats (see 'template')")
@@ -162,14 +184,26 @@ def _read_pair(src: str, recs, inconsistent: str) -> ReadResult:
     if judg is not None:
         from medeval_kit.pairwise import resolve_orders
 
-        res = resolve_orders(judg, policy=inconsistent)
-        meta = judg.drop_duplicates("item").set_index("item")[["question_id", "turn", "model_a", "model_b"]]
+        # resolve on integer codes of item and judge (sorted, so the row order is that of the strings)
+        # and without the judgment texts: grouping millions of strings costs far more memory
+        item_code, items = pd.factorize(judg["item"], sort=True)
+        judge_code, judges = pd.factorize(judg["judge"], sort=True)
+        slim = pd.DataFrame({"item": item_code, "judge": judge_code, "criterion": judg["criterion"].to_numpy(),
+                             "order": judg["order"].to_numpy(), "verdict": judg["verdict"].to_numpy(),
+                             "parse_status": judg["parse_status"].to_numpy(), "repeat": judg["repeat"].to_numpy()})
+        res = resolve_orders(slim, policy=inconsistent)
+        del slim
+        first = pd.Series(np.arange(len(judg))).groupby(item_code).first().to_numpy()
+        meta = judg.iloc[first][["question_id", "turn", "model_a", "model_b"]].reset_index(drop=True)
         res = res.join(meta, on="item")
-        ann = tally.frame([{"item": x["item"], "rater": x["judge"], "rater_kind": "llm", "criterion": "overall",
-                            "label": x["verdict"], "resolution": x["resolution"], "question_id": x["question_id"],
-                            "turn": int(x["turn"]), "model_a": x["model_a"], "model_b": x["model_b"]}
-                           for x in res.to_dict("records")],
+        res["item"], res["judge"] = items[res["item"].to_numpy()], judges[res["judge"].to_numpy()]
+        ann = tally.frame({"item": res["item"].to_numpy(), "rater": res["judge"].to_numpy(), "rater_kind": "llm",
+                           "criterion": "overall", "label": res["verdict"].to_numpy(),
+                           "resolution": res["resolution"].to_numpy(), "question_id": res["question_id"].to_numpy(),
+                           "turn": res["turn"].astype("int64").to_numpy(), "model_a": res["model_a"].to_numpy(),
+                           "model_b": res["model_b"].to_numpy()},
                           "annotations", categories={"label": ["A", "B", "tie"]})
+        del res, meta
         tally.note(f"annotations: one label per pair and judge, the two games resolved with policy {inconsistent!r} "
                    "(FastChat's show_result counts inconsistent games as a tie); a failed game leaves no label")
     return tally.result("judgments", "built-in JSON-lines reader", judgments=judg, annotations=ann)
@@ -177,7 +211,7 @@ def _read_pair(src: str, recs, inconsistent: str) -> ReadResult:
 
 def _read_single(src: str, recs) -> ReadResult:
     tally = Tally("mtbench", src, record_unit="lines (single-answer records)")
-    rows = []
+    rows = Columns()
     for where, r in recs:
         tally.record()
         qid = _qid(r, src, where)
@@ -186,19 +220,21 @@ def _read_single(src: str, recs) -> ReadResult:
         turn = _turn(r, src, where)
         score = need(r, "score", src, where, (int, float))
         raw = need(r, "judgment", src, where, str, nullable=True)
-        status, note, val = "ok", None, float(score)
+        status, note = "ok", None
         if raw is not None and raw.strip() == API_ERROR:
             status, note, val = "failed", "judge API error ($ERROR$)", math.nan
         elif score == -1:
             status, note, val = "failed", "no [[rating]] in the judgment (score -1)", math.nan
         elif not 0 <= score <= 10:
             raise where_error(src, where, "score", f"expected a rating in 1..10 or -1 (unparsed), got {score!r}")
+        else:
+            val = float(score)
         q = f"{qid}/turn{turn}"
-        rows.append({"item": f"{q}:{model}", "judge": judge, "protocol": "rubric", "criterion": "overall",
+        rows.add({"item": f"{q}:{model}", "judge": judge, "protocol": "rubric", "criterion": "overall",
                      "order": "single", "raw": raw, "verdict": None, "score": val, "parse_status": status,
                      "question_item": q, "target": model, "question_id": qid, "turn": turn, "max_score": 10.0,
                      "template": template, "note": note})
-    n_rep = number_repeats(rows, ["item", "judge"])
+    n_rep = rows.number_repeats(["item", "judge"])
     if n_rep:
         tally.note(f"{n_rep} records repeat a (question, turn, model, judge): numbered as repeats (see 'template')")
     judg = tally.frame(rows, "judgments", columns=["question_item", "target", "question_id", "turn", "max_score",
@@ -210,7 +246,34 @@ def _read_single(src: str, recs) -> ReadResult:
 _HUMAN_PREFIXES = ("expert", "author")
 
 
-def read_mtbench_human(path: str | Path, *, rater_kinds: Mapping[str, str] | None = None) -> ReadResult:
+def _conversation(r: dict, conv_key: str, m: str, qid: str, turn: int, src: str, where: str, out: tuple) -> None:
+    """Add the questions (items) and model answers (responses) of turns 1..``turn`` of one vote's conversation.
+
+    The loop runs over turns the conversation holds: a ``turn`` beyond its user messages is an error.
+    """
+    conv = r.get(conv_key)
+    if conv is None:
+        return
+    if not isinstance(conv, list) or not all(isinstance(x, dict) for x in conv):
+        raise where_error(src, where, conv_key, "expected a list of {role, content} messages")
+    items, seen_items, resps, seen_resps = out
+    users = [x.get("content") for x in conv if x.get("role") == "user"]
+    bots = [x.get("content") for x in conv if x.get("role") == "assistant"]
+    if turn > len(users):
+        raise where_error(src, where, "turn", f"turn {turn}, but {conv_key} holds {len(users)} user turn(s)")
+    for t in range(1, turn + 1):
+        q = f"{qid}/turn{t}"
+        if isinstance(users[t - 1], str) and q not in seen_items:
+            seen_items.add(q)
+            items.add({"item": q, "dataset": "mt_bench", "question": users[t - 1], "question_id": qid, "turn": t})
+        if t <= len(bots) and isinstance(bots[t - 1], str) and (q, m) not in seen_resps:
+            seen_resps.add((q, m))
+            resps.add({"item": q, "model": m, "repeat": 0, "text": bots[t - 1]})
+
+
+@guarded
+def read_mtbench_human(path: str | Path, *, rater_kinds: Mapping[str, str] | None = None,
+                       max_json_bytes: int | None = None) -> ReadResult:
     """Read MT-bench human judgments (``mt_bench_human_judgments``: JSON array or JSON lines) into annotations.
 
     One row per vote: ``rater`` = the judge, ``rater_kind`` = ``human`` for FastChat's ``expert_*`` /
@@ -218,15 +281,18 @@ def read_mtbench_human(path: str | Path, *, rater_kinds: Mapping[str, str] | Non
     judge names must be given in ``rater_kinds={"name": "human" | "llm"}``. ``label`` is A/B/tie for
     the sorted model pair (``tie (bothbad)`` -> ``tie``; the raw winner is kept). When the votes carry
     ``conversation_a``/``conversation_b``, items (one per question and turn) and responses are built.
+    A JSON-lines file is streamed; ``max_json_bytes`` bounds one line (or a JSON array file).
     """
     src = str(path)
-    recs = load_records(path)
+    recs = iter_records(path, max_json_bytes)
     tally = Tally("mtbench_human", src, record_unit="votes")
     kinds = dict(rater_kinds or {})
     bad = {k: v for k, v in kinds.items() if v not in ("human", "llm")}
     if bad:
-        raise ValueError(f"rater_kinds values must be 'human' or 'llm'; got {bad}")
-    ann, items, resps, seen = [], {}, {}, set()
+        raise ReaderError(f"rater_kinds values must be 'human' or 'llm'; got {bad}")
+    ann, items, resps, seen = Columns(), Columns(), Columns(), set()
+    seen_items: set[str] = set()
+    seen_resps: set[tuple[str, str]] = set()
     for where, r in recs:
         tally.record()
         qid = _qid(r, src, where)
@@ -260,30 +326,17 @@ def read_mtbench_human(path: str | Path, *, rater_kinds: Mapping[str, str] | Non
             tally.drop("repeated vote of one judge on one pair and turn (kept the first)", where)
             continue
         seen.add((item, rater))
-        ann.append({"item": item, "rater": rater, "rater_kind": kind, "criterion": "overall", "label": label,
+        ann.add({"item": item, "rater": rater, "rater_kind": kind, "criterion": "overall", "label": label,
                     "question_id": qid, "turn": turn, "model_a": a, "model_b": b, "winner_raw": w,
                     "template": template, "question_item": f"{qid}/turn{turn}"})
         for m, conv_key in ((ma, "conversation_a"), (mb, "conversation_b")):
-            conv = r.get(conv_key)
-            if conv is None:
-                continue
-            if not isinstance(conv, list) or not all(isinstance(x, dict) for x in conv):
-                raise where_error(src, where, conv_key, "expected a list of {role, content} messages")
-            users = [x.get("content") for x in conv if x.get("role") == "user"]
-            bots = [x.get("content") for x in conv if x.get("role") == "assistant"]
-            for t in range(1, turn + 1):
-                q = f"{qid}/turn{t}"
-                if t <= len(users) and isinstance(users[t - 1], str):
-                    items.setdefault(q, {"item": q, "dataset": "mt_bench", "question": users[t - 1],
-                                         "question_id": qid, "turn": t})
-                if t <= len(bots) and isinstance(bots[t - 1], str):
-                    resps.setdefault((q, m), {"item": q, "model": m, "repeat": 0, "text": bots[t - 1]})
-    if any(x["label"] is None for x in ann):
+            _conversation(r, conv_key, m, qid, turn, src, where, (items, seen_items, resps, seen_resps))
+    if any(x is None for x in ann.cols.get("label", ())):
         tally.note("votes with winner 'error'/'inconsistent' are kept without a label")
     return tally.result(
         "annotations", "built-in JSON reader",
         annotations=tally.frame(ann, "annotations", categories={"label": ["A", "B", "tie"]},
                                 columns=["question_id", "turn", "model_a", "model_b", "winner_raw", "template"]),
-        items=tally.frame(list(items.values()), "items"),
-        responses=tally.frame(list(resps.values()), "responses"),
+        items=tally.frame(items, "items"),
+        responses=tally.frame(resps, "responses"),
     )

@@ -51,9 +51,11 @@ from medeval_kit.readers._common import (
     is_missing,
     load_json,
     need,
+    need_int,
     number_repeats,
     where_error,
 )
+from medeval_kit.readers._limits import guarded
 
 __all__ = ["read_promptfoo"]
 
@@ -61,6 +63,12 @@ _RUBRIC = ("llm-rubric", "not-llm-rubric")
 _GRADER_FAIL = ("Could not extract JSON from llm-rubric response", "llm-rubric produced malformed response",
                 "No output")
 DEFAULT_GRADER = "promptfoo-default-grader"
+_MAX_IDX = 2**31 - 1
+
+
+def _obj(v) -> dict:
+    """``v`` when it is a JSON object, else an empty one (optional parts of a result)."""
+    return v if isinstance(v, dict) else {}
 
 
 def _provider_name(p) -> str | None:
@@ -98,8 +106,8 @@ def _parse_results(results: list, src: str, tally: Tally) -> list[tuple]:
         tally.record()
         if not isinstance(r, dict):
             raise where_error(src, where, None, f"expected a result object, got {type(r).__name__}")
-        t_idx = need(r, "testIdx", src, where, int)
-        p_idx = need(r, "promptIdx", src, where, int)
+        t_idx = need_int(r, "testIdx", src, where, 0, _MAX_IDX, what=f"an index 0..{_MAX_IDX}")
+        p_idx = need_int(r, "promptIdx", src, where, 0, _MAX_IDX, what=f"an index 0..{_MAX_IDX}")
         prov = _provider_name(need(r, "provider", src, where))
         if prov is None:
             raise where_error(src, where, "provider", "expected {id, label} or a provider id string")
@@ -132,7 +140,10 @@ def _graded_rows(r: dict, where: str, src: str, base: dict, declared: list[dict]
     if gr is not None and not isinstance(gr, dict):
         raise where_error(src, where, "gradingResult", f"expected an object or null, got {type(gr).__name__}")
     judg, sb_rows, recorded = [], [], Counter()
-    for j, c in enumerate((gr.get("componentResults") or []) if isinstance(gr, dict) else []):
+    comps = gr.get("componentResults") if isinstance(gr, dict) else None
+    if comps is not None and not isinstance(comps, list):
+        raise where_error(src, where, "gradingResult.componentResults", f"expected a list, got {type(comps).__name__}")
+    for j, c in enumerate(comps or []):
         cw = f"{where}.gradingResult.componentResults[{j}]"
         if not isinstance(c, dict):
             raise where_error(src, cw, None, f"expected a GradingResult object, got {type(c).__name__}")
@@ -160,22 +171,24 @@ def _graded_rows(r: dict, where: str, src: str, base: dict, declared: list[dict]
     return judg, sb_rows
 
 
-def read_promptfoo(path: str | Path) -> ReadResult:
+@guarded
+def read_promptfoo(path: str | Path, *, max_json_bytes: int | None = None) -> ReadResult:
     """Read a promptfoo ``results.json`` into judgments (llm-rubric, select-best), items and responses.
 
-    See the module docstring for the mapping and the sources it was checked against.
+    ``max_json_bytes`` bounds the file (parsed whole). See the module docstring for the mapping and
+    the sources it was checked against.
     """
     src = str(path)
-    results, config, version = _summary(load_json(path), src)
+    results, config, version = _summary(load_json(path, max_json_bytes), src)
     tally = Tally("promptfoo", src, record_unit="results (test x prompt x provider)")
     if version != 3:
         tally.note(f"results version {version!r}: this reader follows version 3 (EvaluateSummaryV3); "
                    "results without testIdx/promptIdx are refused with the record named")
-    default_grader = _provider_name(((config.get("defaultTest") or {}).get("options") or {}).get("provider")
-                                    if isinstance(config.get("defaultTest"), dict) else None)
+    default_grader = _provider_name(_obj(_obj(config.get("defaultTest")).get("options")).get("provider"))
     parsed = _parse_results(results, src, tally)
     # promptIdx numbers the prompt x provider columns; name the prompt only when several prompts were run
-    n_prompts = len({(pr.get('label') or r.get('promptId') or p) for _, r, _, p, _, pr, _ in parsed})
+    n_prompts = len({_label_key(pr.get("label")) or _label_key(r.get("promptId")) or p
+                     for _, r, _, p, _, pr, _ in parsed})
     judg, sb_rows, items, resps = [], [], {}, {}
     skipped: Counter = Counter()
     for where, r, t_idx, p_idx, prov, prompt, tc in parsed:
@@ -190,7 +203,7 @@ def read_promptfoo(path: str | Path) -> ReadResult:
         text = as_text(resp.get("output")) if "output" in resp else None
         resps[(q, target, where)] = {"item": q, "model": target, "text": text, "error": err, "_key": (q, target)}
         options = tc.get("options") if isinstance(tc.get("options"), dict) else {}
-        declared = [a for a in (tc.get("assert") or []) if isinstance(a, dict)]
+        declared = [a for a in (tc.get("assert") if isinstance(tc.get("assert"), list) else []) if isinstance(a, dict)]
         grader_of = partial(_grader, declared=declared, test_grader=_provider_name(options.get("provider")),
                             default_grader=default_grader)
         base = {"item": f"{q}:{target}", "question_item": q, "target": target, "provider": prov,
@@ -223,6 +236,10 @@ def _result(tally: Tally, judg: list[dict], sb_rows: list[dict], items: dict, re
         items=tally.frame(list(items.values()), "items"),
         responses=tally.frame(_responses(resps), "responses", columns=["error"]),
     )
+
+
+def _label_key(v) -> str | None:
+    return v if isinstance(v, str) and v else None
 
 
 def _criterion(a: dict) -> str:
