@@ -6,7 +6,9 @@
 raters, metric and CI method; the heatmap and the judges-vs-humans forest plot update.
 
 Run with `marimo run notebooks/agreement_app.py` (an app) or `python notebooks/agreement_app.py`
-(a script that prints the numbers of the bundled default).
+(a script that prints the numbers of the bundled default). On your file: add
+`-- --data mine.csv --item case --rater doctor --label verdict` to `marimo run` or `marimo export html`,
+or the same options without `--` to `python notebooks/agreement_app.py`.
 """
 
 import marimo
@@ -35,7 +37,10 @@ def _(apps, mo):
     **Your file**: one row per label, in long format: who (rater) labelled what (item) how (label).
     CSV, TSV, JSONL, JSON (an array of objects) or Parquet. After the upload, check which of your
     columns plays each role below; names like `annotator`, `case_id` or `verdict` are recognised.
-    Without an upload the app shows a bundled dataset.
+    Or name the file when starting the app: `marimo run notebooks/agreement_app.py -- --data mine.csv
+    --item case --rater doctor --label verdict [--criterion COLUMN] [--rater-kind COLUMN]` (also for
+    `marimo export html` and `python notebooks/agreement_app.py --data ...`). Without a file the app
+    shows a bundled dataset.
     """), mo.md(apps.roles_markdown("agreement"))])
     return
 
@@ -51,17 +56,19 @@ def _(apps, mo):
 
 @app.cell
 def _(apps, dataset, mo, upload):
-    raw, source, read_problem = apps.app_table("agreement", upload.value, dataset.value)
-    mo.stop(bool(read_problem), apps.problem_callout(read_problem))
-    mapping = apps.mapping_form(raw, "agreement")
-    mo.vstack([mo.md(apps.table_note(raw, source) + " Which column is which?"), mapping.hstack(wrap=True)])
-    return mapping, raw, source
+    data = apps.user_data("agreement", upload.value, dataset.value, mo.cli_args())
+    apps.stop_on_problem(data.problem)
+    raw, source = data.table, data.source
+    mapping = apps.mapping_form(raw, "agreement", data.mapping)
+    mo.vstack([mo.md(apps.table_note(raw, source) + " " + apps.mapping_markdown(data) + " Which column is which?"),
+               mapping.hstack(wrap=True)])
+    return data, mapping, raw, source
 
 
 @app.cell
 def _(apps, mapping, mo, raw, source):
     prepared, problem = apps.attempt(apps.annotations_from_table, raw, mapping.value, source=source)
-    mo.stop(bool(problem), apps.problem_callout(problem))
+    apps.stop_on_problem(problem)
     ann_all, kind_humans, label_notes = prepared
     mo.md(apps.notes_markdown(label_notes)) if label_notes else None
     return ann_all, kind_humans
@@ -98,7 +105,7 @@ def _(agreement, ann, apps, ci_method, metric, mo, n_boot, raters):
     mo.stop(len(chosen) < 2, mo.md("**Pick at least two raters.**"))
     pairs, pair_problem = apps.attempt(agreement.pairwise_matrix, ann, metric=metric.value, raters=chosen,
                                        n_boot=n_boot.value, ci_method=ci_method.value, seed=0, no_overlap="nan")
-    mo.stop(bool(pair_problem), apps.problem_callout(pair_problem))
+    apps.stop_on_problem(pair_problem)
     mean_pair = pairs["estimate"].mean()
     mo.md(
         f"Mean pairwise **{metric.value}** over <span id='n-pairs'>{len(pairs)}</span> pairs: "
@@ -132,7 +139,7 @@ def _(agreement, ann, apps, chosen, design, humans, metric, mo, n_boot, viz):
             mo.md("_Judges vs humans needs at least two human raters and one judge: pick the humans above._"))
     vs_result, vs_problem = apps.attempt(agreement.judge_vs_humans, ann, humans=h, judges=j, design=design.value,
                                          metric=metric.value, n_boot=n_boot.value, seed=0)
-    mo.stop(bool(vs_problem), apps.problem_callout(vs_problem))
+    apps.stop_on_problem(vs_problem)
     vs = vs_result.to_frame()
     mo.vstack([viz.plot_forest(vs, title=f"judges vs humans ({design.value})"),
                mo.ui.table(vs.round(3), selection=None)])

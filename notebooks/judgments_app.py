@@ -6,7 +6,8 @@
 judging study's output), map its columns, then filter by judge and criterion and read the position
 flips side by side with both texts.
 
-Run with `marimo run notebooks/judgments_app.py`, or `python notebooks/judgments_app.py` to print a summary.
+Run with `marimo run notebooks/judgments_app.py`, or `python notebooks/judgments_app.py` to print a summary;
+on your file add `-- --data mine.csv --item pair --order order --verdict winner` (no `--` with python).
 Without an upload it reads the judging study's `tables/judging/judgments.csv`; without that, a
 synthetic table with a planted first-slot preference.
 """
@@ -38,7 +39,10 @@ def _(apps, mo):
     **Your file**: one row per judge call: the pair (item), the presentation order (`AB` = A shown
     first, `BA` = B shown first) and the verdict, either which model won (`A`, `B`, `tie`) or which
     presented slot won (`first`, `second`, `tie`). An empty verdict is a failed parse, never a tie.
-    CSV, TSV, JSONL, JSON or Parquet. Without an upload the app shows the judging study's output.
+    CSV, TSV, JSONL, JSON or Parquet. Or name the file when starting the app: `marimo run
+    notebooks/judgments_app.py -- --data mine.csv --item pair --order order --verdict winner
+    [--judge COLUMN] [--failed VALUE]` (also for `marimo export html` and `python ... --data`).
+    Without a file the app shows the judging study's output.
     """), mo.md(apps.roles_markdown("judgments"))])
     return
 
@@ -54,17 +58,20 @@ def _(apps, mo):
 
 @app.cell
 def _(apps, mo, source_choice, upload):
-    raw, source, read_problem = apps.app_table("judgments", upload.value, source_choice.value)
-    mo.stop(bool(read_problem), apps.problem_callout(read_problem))
-    mapping = apps.mapping_form(raw, "judgments")
-    mo.vstack([mo.md(apps.table_note(raw, source) + " Which column is which?"), mapping.hstack(wrap=True)])
-    return mapping, raw, source
+    data = apps.user_data("judgments", upload.value, source_choice.value, mo.cli_args())
+    apps.stop_on_problem(data.problem)
+    raw, source = data.table, data.source
+    mapping = apps.mapping_form(raw, "judgments", data.mapping)
+    mo.vstack([mo.md(apps.table_note(raw, source) + " " + apps.mapping_markdown(data) + " Which column is which?"),
+               mapping.hstack(wrap=True)])
+    return data, mapping, raw, source
 
 
 @app.cell
-def _(apps, mapping, mo, raw):
+def _(apps, data, mapping, mo, raw):
     odd_verdicts = apps.unknown_verdicts(raw, mapping.value.get("verdict"))
-    failed_tokens = mo.ui.multiselect(options=odd_verdicts, value=[],
+    given_failed = data.request.options.get("failed", []) if data.request else []
+    failed_tokens = mo.ui.multiselect(options=odd_verdicts, value=[v for v in given_failed if v in odd_verdicts],
                                       label="verdict values that mean a failed parse")
     failed_tokens if odd_verdicts else None
     return (failed_tokens,)
@@ -74,7 +81,7 @@ def _(apps, mapping, mo, raw):
 def _(apps, failed_tokens, mapping, mo, raw, source):
     judgments, problem = apps.attempt(apps.judgments_from_table, raw, mapping.value, source=source,
                                       failed=failed_tokens.value)
-    mo.stop(bool(problem), apps.problem_callout(problem))
+    apps.stop_on_problem(problem)
     return (judgments,)
 
 

@@ -6,7 +6,9 @@
 the columns, then follow one item's rounds, scores and critiques, and see where a stopping rule would
 have stopped it.
 
-Run with `marimo run notebooks/rounds_app.py`, or `python notebooks/rounds_app.py` to print a summary.
+Run with `marimo run notebooks/rounds_app.py`, or `python notebooks/rounds_app.py` to print a summary;
+on your file add `-- --data mine.csv --item item --round iteration --component part --score score`
+(no `--` with python).
 """
 
 import marimo
@@ -37,7 +39,10 @@ def _(apps, mo):
     **Your file**: one row per item, round and component (optionally per rubric aspect, with
     `total` marking the component score). Scores are numbers with a maximum column, numbers on 0-1,
     or `x/y` strings such as `24/25`; an unparsable score counts as a failed parse. CSV, TSV,
-    JSONL, JSON or Parquet. Without an upload the app shows the bundled MedQG-SRefine traces.
+    JSONL, JSON or Parquet. Or name the file when starting the app: `marimo run notebooks/rounds_app.py
+    -- --data mine.csv --item item --round iteration --component part --score score [--max-score COLUMN]`
+    (also for `marimo export html` and `python ... --data`). Without a file the app shows the
+    bundled MedQG-SRefine traces.
     """), mo.md(apps.roles_markdown("rounds"))])
     return
 
@@ -53,17 +58,19 @@ def _(apps, mo):
 
 @app.cell
 def _(apps, mo, source_choice, upload):
-    raw, source, read_problem = apps.app_table("rounds", upload.value, source_choice.value)
-    mo.stop(bool(read_problem), apps.problem_callout(read_problem))
-    mapping = apps.mapping_form(raw, "rounds")
-    mo.vstack([mo.md(apps.table_note(raw, source) + " Which column is which?"), mapping.hstack(wrap=True)])
-    return mapping, raw, source
+    data = apps.user_data("rounds", upload.value, source_choice.value, mo.cli_args())
+    apps.stop_on_problem(data.problem)
+    raw, source = data.table, data.source
+    mapping = apps.mapping_form(raw, "rounds", data.mapping)
+    mo.vstack([mo.md(apps.table_note(raw, source) + " " + apps.mapping_markdown(data) + " Which column is which?"),
+               mapping.hstack(wrap=True)])
+    return data, mapping, raw, source
 
 
 @app.cell
 def _(apps, mapping, mo, raw, source):
     traces, problem = apps.attempt(apps.rounds_from_table, raw, mapping.value, source=source)
-    mo.stop(bool(problem), apps.problem_callout(problem))
+    apps.stop_on_problem(problem)
     return (traces,)
 
 

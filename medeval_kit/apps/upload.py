@@ -29,7 +29,7 @@ from medeval_kit.tables import escape_markdown
 
 from .bundled import _text, load_annotations_for_app, load_judgments_for_app, load_rounds_for_app
 
-__all__ = ['Role', 'ROLES', 'TABLES', 'UPLOAD_TYPES', 'BUNDLED', 'read_upload', 'app_table', 'guess_mapping', 'check_mapping', 'roles_markdown', 'table_note', 'attempt', 'annotations_from_table', 'judgments_from_table', 'unknown_verdicts', 'rounds_from_table', 'mapping_form', 'problem_callout', 'flip_table', 'position_summary', 'shown_text', 'notes_markdown', 'flip_summary_markdown', 'pair_markdown', 'response_markdown']
+__all__ = ['Role', 'ROLES', 'TABLES', 'UPLOAD_TYPES', 'BUNDLED', 'read_user_file', 'read_upload', 'guess_mapping', 'check_mapping', 'roles_markdown', 'table_note', 'attempt', 'annotations_from_table', 'judgments_from_table', 'unknown_verdicts', 'rounds_from_table', 'mapping_form', 'problem_callout', 'stop_on_problem', 'flip_table', 'position_summary', 'shown_text', 'notes_markdown', 'flip_summary_markdown', 'pair_markdown', 'response_markdown']
 
 UPLOAD_TYPES = [".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".json", ".parquet", ".pq"]
 """File types the upload accepts: what :func:`medeval_kit.datasets.read_table` reads."""
@@ -110,25 +110,45 @@ TABLES = {"agreement": "annotations", "judgments": "judgments", "rounds": "round
 
 
 # --------------------------------------------------------------------------- reading
-def read_upload(name: str, contents: bytes) -> pd.DataFrame:
-    """Return the uploaded file as a table (cells as written, column names as text); errors name ``name``.
+def read_user_file(path: str | Path, *, name: str | None = None) -> pd.DataFrame:
+    """Return the user's file as a table (cells as written, column names as text); errors name ``name``.
 
-    The bytes are read by :func:`medeval_kit.datasets.read_table` (``text=True``: CSV/TSV cells are
-    text, only an empty cell is missing), from a temporary file with the uploaded file's name.
+    Parameters
+    ----------
+    path : str or Path
+        The file, read by :func:`medeval_kit.datasets.read_table` (``text=True``: CSV/TSV cells are
+        text, only an empty cell is missing).
+    name : str, optional
+        What the user calls the file (the uploaded name, the ``--data`` path as typed); default ``path``.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Raises
+    ------
+    medeval_kit.errors.DataFileError
+        The file is missing, empty, of an unknown type or unreadable; the message starts with ``name``.
     """
     from medeval_kit.datasets._io import read_table
 
+    name = str(path) if name is None else name
+    try:
+        df = read_table(path, text=True)
+    except DataFileError as exc:
+        raise DataFileError(str(exc).replace(str(path), name)) from None
+    except Exception as exc:  # e.g. pyarrow on a corrupt Parquet file
+        raise DataFileError(f"{name}: cannot be read ({type(exc).__name__}: {exc})") from None
+    df.columns = [str(c) for c in df.columns]
+    return df
+
+
+def read_upload(name: str, contents: bytes) -> pd.DataFrame:
+    """Return the uploaded file as a table: :func:`read_user_file` of a temporary copy named ``name``."""
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / (Path(name).name or "upload")
         path.write_bytes(contents)
-        try:
-            df = read_table(path, text=True)
-        except DataFileError as exc:
-            raise DataFileError(str(exc).replace(str(path), name)) from None
-        except Exception as exc:  # e.g. pyarrow on a corrupt Parquet file
-            raise DataFileError(f"{name}: cannot be read ({type(exc).__name__}: {exc})") from None
-    df.columns = [str(c) for c in df.columns]
-    return df
+        return read_user_file(path, name=name)
 
 
 def _bundled_annotations(dataset: str) -> Callable[[], pd.DataFrame]:
@@ -147,20 +167,6 @@ BUNDLED: dict[str, dict[str, Callable[[], pd.DataFrame]]] = {
                "iter_feedback": _bundled_rounds("iter_feedback"), "icl_qgqa": _bundled_rounds("icl_qgqa")},
 }
 """Per app, the bundled datasets shown when nothing is uploaded (name -> loader)."""
-
-
-def app_table(app: str, files: Sequence, bundled: str) -> tuple[pd.DataFrame | None, str, str]:
-    """Return ``(table, source, problem)``: the uploaded file (``mo.ui.file``'s value) if any, else ``bundled``.
-
-    ``problem`` is "" when the table could be read, else the reader's message (the table is None).
-    """
-    if files:
-        f = files[0]
-        try:
-            return read_upload(f.name, f.contents), f.name, ""
-        except MedevalError as exc:
-            return None, f.name, str(exc)
-    return BUNDLED[app][bundled](), f"bundled dataset {bundled!r}", ""
 
 
 def table_note(table: pd.DataFrame, source: str) -> str:
@@ -584,14 +590,15 @@ def rounds_from_table(table: pd.DataFrame, mapping: Mapping[str, Any], *, source
 
 
 # --------------------------------------------------------------------------- marimo widgets
-def mapping_form(table: pd.DataFrame, app: str):
-    """Return a ``mo.ui.dictionary`` of labelled dropdowns (role -> column), pre-filled by :func:`guess_mapping`."""
+def mapping_form(table: pd.DataFrame, app: str, mapping: Mapping[str, str | None] | None = None):
+    """Return a ``mo.ui.dictionary`` of labelled dropdowns (role -> column), pre-filled with ``mapping``
+    (a :class:`~medeval_kit.apps.UserData`'s; default :func:`guess_mapping`)."""
     import marimo as mo
 
-    guess = guess_mapping(table.columns, app)
+    guess = guess_mapping(table.columns, app) if mapping is None else mapping
     cols = [str(c) for c in table.columns]
     return mo.ui.dictionary({
-        r.name: mo.ui.dropdown(options=cols, value=guess[r.name], allow_select_none=True,
+        r.name: mo.ui.dropdown(options=cols, value=guess.get(r.name), allow_select_none=True,
                                label=f"{r.name} column" + ("" if r.required else " (optional)"))
         for r in ROLES[app]
     })
@@ -605,4 +612,15 @@ def problem_callout(message: str):
                       kind="danger")
 
 
-# --------------------------------------------------------------------------- bundled data
+def stop_on_problem(message: str) -> None:
+    """Stop the marimo cell on a problem: a :func:`problem_callout` in the app, the message on stderr in a script.
+
+    Does nothing when ``message`` is "".
+    """
+    import sys
+
+    import marimo as mo
+
+    if message and not mo.running_in_notebook():
+        print(message, file=sys.stderr)
+    mo.stop(bool(message), problem_callout(message))
