@@ -4,9 +4,11 @@ Numbers are written at fixed significant digits chosen per column type, so the l
 differences between machines (~1e-16) never reach a committed file:
 
 * integers (and floats that hold whole numbers, such as counts with a missing value) as integers, never ``105.0``;
-* other floats at :data:`CSV_DIGITS` (6) significant digits in CSV and :data:`TEXT_DIGITS` (4) in Markdown
+* other floats, first rounded to :data:`STABLE_DIGITS` (12) significant digits, which removes the last-bit
+  noise, then at :data:`CSV_DIGITS` (6) significant digits in CSV and :data:`TEXT_DIGITS` (4) in Markdown
   and LaTeX; columns named in :data:`DIGITS` keep more (``ours``, the number re-checked against a paper's
-  printed value at up to ~10 decimals, keeps 12);
+  printed value at up to ~10 decimals, keeps 12); a tie at the last kept digit is rounded away from zero,
+  decided on the 12-digit decimal, so a value on a tie is written the same whatever its last bit;
 * values within 1e-10 of zero relative to their column's largest magnitude are rounding noise and written as
   ``0`` (p-value columns excepted: a p-value of 1e-17 is a value, not noise);
 * missing values as empty cells.
@@ -18,6 +20,7 @@ import html
 import math
 import re
 from collections.abc import Mapping
+from decimal import ROUND_HALF_UP, Decimal
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -34,6 +37,8 @@ TEXT_DIGITS = 4
 """Significant digits of a float in Markdown and LaTeX (for reading)."""
 DIGITS: dict[str, int] = {"ours": 12}
 """Columns kept at more significant digits in every format (``ours``: printed values have up to ~10 decimals)."""
+STABLE_DIGITS = 12
+"""Every float is first rounded to this many significant digits: machines differ only in the last bits (~1e-16)."""
 NOISE = 1e-10
 """A value this small relative to its column's largest magnitude is floating-point noise around zero."""
 _P_VALUE = re.compile(r"(^|_)p($|_)|p_?value", re.IGNORECASE)
@@ -62,8 +67,22 @@ def format_number(v: Any, digits: int = CSV_DIGITS) -> Any:
             return "inf" if f > 0 else "-inf"
         if f.is_integer() and abs(f) < _WHOLE:
             return str(int(f))
-        return f"{f:.{digits}g}"
+        return _significant(f, digits)
     return v
+
+
+def _significant(f: float, digits: int) -> str:
+    """``f`` at ``digits`` significant digits, the same on every machine.
+
+    First rounded to :data:`STABLE_DIGITS` (removing the last-bit noise by which machines differ), then to
+    ``digits`` with ties away from zero, decided in decimal: 0.31625 is 0.3163 whether the float computed
+    was 0.31624999999999998 or 0.31625000000000003.
+    """
+    d = Decimal(f"{f:.{STABLE_DIGITS}g}")
+    if d.is_zero() or digits >= STABLE_DIGITS:
+        return f"{float(d):.{digits}g}"
+    r = d.quantize(Decimal(1).scaleb(d.adjusted() - digits + 1), rounding=ROUND_HALF_UP)
+    return f"{float(r):.{digits}g}"
 
 
 # --------------------------------------------------------------------------- escaping user text
@@ -180,11 +199,16 @@ def format_frame(df: pd.DataFrame, digits: int = CSV_DIGITS, *, columns: Mapping
             continue  # text, dates and other non-numeric columns are written as they are
         d = wide.get(str(name), digits)
         if float_format is not None and str(name) not in wide:
-            out[name] = col.map(lambda v: format_number(v) if _whole_or_missing(v) else float_format.format(v)
+            out[name] = col.map(lambda v: format_number(v) if _whole_or_missing(v) else float_format.format(_stable(v))
                                 ).astype(object)
         else:
             out[name] = col.map(partial(format_number, digits=d)).astype(object)
     return out
+
+
+def _stable(v: Any) -> float:
+    """``v`` rounded to :data:`STABLE_DIGITS` significant digits: what every machine computes alike."""
+    return float(f"{float(v):.{STABLE_DIGITS}g}")
 
 
 def _whole_or_missing(v: Any) -> bool:

@@ -169,3 +169,42 @@ def test_mixed_model_fit_is_deterministic_near_a_flat_likelihood():
     mm = rounds.mixed_model(df).set_index("term")
     assert mm["converged"].all() and (mm["note"] == "").all()
     assert mm.loc["round", "estimate"] == pytest.approx(0.01)  # balanced: the OLS slope
+
+
+def test_tables_are_byte_identical_under_last_bit_noise(tmp_path):
+    """Issue 25: 0.31625 was written 0.3162 on one machine and 0.3163 on another (a tie decided by the last
+    bit). Every float is first rounded to 12 significant digits, then ties go away from zero."""
+    import numpy as np
+    import pandas as pd
+
+    from medeval_kit.tables import save_table
+
+    rng = np.random.default_rng(0)
+    base = pd.DataFrame({
+        "estimate": np.r_[0.31625, -0.31625, 0.125, 9.99995, 1 / 3, rng.normal(size=45)],
+        "ci_low": np.r_[0.2912500000000001, 0.05, 2.5e-7, 123456.5, 0.1 + 0.2, rng.uniform(size=45)],
+        "ours": np.r_[0.12345678901, 0.5, 0.25, 1e-9, 2 / 3, rng.uniform(size=45)],
+        "n_items": np.arange(50),
+    })
+    written = {}
+    for tag, factor in (("down", 1 - 4e-16), ("same", 1.0), ("up", 1 + 4e-16)):
+        df = base.copy()
+        for col in ("estimate", "ci_low", "ours"):
+            df[col] = df[col] * factor
+        for fmt, path in save_table(df, "t", tmp_path / tag).items():
+            written.setdefault(fmt, set()).add(path.read_bytes())
+        for fmt, path in save_table(df, "f", tmp_path / tag, float_format="{:.3f}").items():
+            written.setdefault("ff_" + fmt, set()).add(path.read_bytes())
+    assert all(len(v) == 1 for v in written.values()), {k: len(v) for k, v in written.items()}
+    md = (tmp_path / "same" / "t.md").read_text()
+    assert "0.3163" in md and "-0.3163" in md  # the tie, away from zero
+
+
+def test_figure_data_hash_is_stable_under_last_bit_noise():
+    import pandas as pd
+
+    from medeval_kit.viz.figures import data_hash
+
+    df = pd.DataFrame({"estimate": [0.31625, 1 / 3, 0.1 + 0.2], "n_items": [1, 2, 3]})
+    hashes = {data_hash(df.assign(estimate=df["estimate"] * f)) for f in (1 - 4e-16, 1.0, 1 + 4e-16)}
+    assert len(hashes) == 1
