@@ -300,3 +300,64 @@ def test_read_call_log(tmp_path):
     assert (c.n_requests, c.n_failed, c.n_parse_failed, c.bad_lines) == (9, 8, 1, 2)
     assert c.failed_reasons == {"401 unauthorized": 7, "timeout": 1}
     assert c.summary() == "9 LLM calls, 8 failed (401 unauthorized x7, timeout x1), 1 unparsed, 2 unreadable log lines"
+
+
+# --------------------------------------------------------------------------- end to end: real clients in kernels
+
+CALLS = Path(__file__).resolve().parent / "fixtures" / "runner_safety" / "llm_calls.ipynb"
+
+
+@pytest.fixture()
+def llm_project(project, monkeypatch):
+    """The project, with a notebook whose kernel runs a real client against OPENAI_BASE_URL (a stub)."""
+    shutil.copy(CALLS, project / "notebooks" / "llm_calls.ipynb")
+    monkeypatch.delenv("MEDEVAL_CACHE_MODE", raising=False)  # `make test` forces replay; these calls are live
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-0000")
+    return project
+
+
+def test_every_call_answered_401_fails_the_run_end_to_end(llm_project, capsys):
+    """Finding 6: every call answered by 401 printed `2/2 runs ok` and exited 0; the judgments were all missing."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stub_server import StubServer
+
+    with StubServer(p401=1.0) as srv:
+        os.environ["OPENAI_BASE_URL"] = srv.openai_url
+        try:
+            _study(llm_project, "judging", "runs:\n  - {name: local, notebook: llm_calls.ipynb, "
+                                           "parameters: {n: 4}}\n")
+            assert cli_main(["run", "judging", "--quiet", "--jobs", "1"]) == 1
+            out = capsys.readouterr().out
+        finally:
+            del os.environ["OPENAI_BASE_URL"]
+    assert "0/1 runs ok" in out and "4 of 4 LLM calls failed" in out and "401" in out
+    assert "sk-test-not-a-real-key" not in out  # the key never reaches the summary
+
+
+def test_one_budget_for_three_notebook_processes_end_to_end(llm_project, capsys):
+    """Finding 5: three notebooks with a cap each spent 2.3x what the user thought was the cap. One
+    --budget-usd is now one ledger for every process of the run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from stub_server import StubServer
+
+    # gpt-4o at $2.50 / $10.00 per 1M tokens: a request costs ~$0.000055 and reserves a ceiling of ~$0.0008,
+    # so the 3 x 40 requests cost ~$0.0066: a cap of $0.003 fits each notebook alone, not the run
+    cap = 0.003
+    with StubServer() as srv:
+        os.environ["OPENAI_BASE_URL"] = srv.openai_url
+        try:
+            _study(llm_project, "three", "runs:\n" + "".join(
+                f"  - {{name: n{i}, notebook: llm_calls.ipynb, parameters: {{n: 40, tag: t{i}}}}}\n" for i in range(3)))
+            code = cli_main(["run", "three", "--quiet", "--jobs", "3", "--budget-usd", str(cap)])
+            out = capsys.readouterr().out
+        finally:
+            del os.environ["OPENAI_BASE_URL"]
+    from medeval_kit.llm import cache as llm_cache
+
+    with llm_cache.Cache(llm_project / "data" / "cache" / "llm.sqlite") as c:
+        billed = sum(e["cost_usd"] or 0.0 for e in c.iter_entries())
+    assert 0 < billed <= cap, (billed, out)
+    assert code == 1 and "budget" in out  # refusals are failed calls: the run says so
+    assert re.search(r"[1-9][0-9]* requests refused", out), out
+    m = re.search(r"spent \$([0-9.]+)", out)
+    assert m and float(m.group(1)) == pytest.approx(billed, abs=1e-4), out
