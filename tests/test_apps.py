@@ -3,18 +3,15 @@ scripts, and in a real browser: an upload through the file input, the column map
 changing what is shown."""
 
 import io
-import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from marimo_helpers import serve_app
 
 from medeval_kit import agreement, apps
 from medeval_kit.errors import DataFileError, SchemaError
@@ -286,37 +283,11 @@ def test_app_runs_as_a_script(app):
     assert proc.stdout.strip(), f"{app.name} printed nothing in script mode"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture()
 def served(request):
     """Start `marimo run --headless` for an app on 127.0.0.1 and yield its URL."""
-    app = request.param
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "marimo", "run", "--headless", "--host", "127.0.0.1", "--port", str(port),
-         "--no-token", str(app)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT,
-        env={**os.environ, "MARIMO_SKIP_UPDATE_CHECK": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail(f"marimo did not start: {proc.stdout.read().decode()[-2000:]}")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with serve_app(request.param) as url:
+        yield url
 
 
 def _browser(p):

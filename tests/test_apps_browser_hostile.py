@@ -3,17 +3,12 @@ uploaded to the judgments app under ``marimo run``; nothing in it runs and every
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from marimo_helpers import serve_app
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -27,36 +22,11 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture()
 def judgments_app():
     """`marimo run --headless` of notebooks/judgments_app.py on 127.0.0.1; yields its URL."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "marimo", "run", "--headless", "--host", "127.0.0.1", "--port", str(port),
-         "--no-token", str(ROOT / "notebooks" / "judgments_app.py")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=ROOT,
-        env={**os.environ, "MARIMO_SKIP_UPDATE_CHECK": "1"},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail(f"marimo did not start: {proc.stdout.read().decode()[-2000:]}")
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with serve_app(ROOT / "notebooks" / "judgments_app.py") as url:
+        yield url
 
 
 def _hostile_file(folder: Path) -> Path:

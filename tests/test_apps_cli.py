@@ -6,14 +6,13 @@ import html
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from marimo_helpers import serve_app
 
 from medeval_kit import apps
 from medeval_kit.errors import ParameterError
@@ -210,29 +209,14 @@ def test_marimo_run_on_a_path_shows_the_users_file_in_a_browser(tmp_path):
 
     table, options, marker = CASES["judgments"]
     table().to_csv(tmp_path / "mine.csv", index=False)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "marimo", "run", "--headless", "--host", "127.0.0.1", "--port",
-                             str(port), "--no-token", str(ROOT / "notebooks" / "judgments_app.py"), "--",
-                             "--data", "mine.csv", *options], cwd=tmp_path, env=ENV,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
-                                        args=["--no-sandbox", "--disable-gpu"])
-            page = browser.new_page()
-            for _ in range(120):  # the server takes a few seconds to listen
-                try:
-                    page.goto(f"http://127.0.0.1:{port}")
-                    break
-                except Exception:
-                    time.sleep(0.5)
-            page.locator("#n-flips").wait_for(timeout=120_000)
-            assert page.locator("#data-source").inner_text() == "mine.csv"
-            assert page.locator("#cli-data").inner_text() == str(tmp_path / "mine.csv")
-            assert page.locator("#n-flips").inner_text() == "2" and marker in page.inner_text("body")
-            browser.close()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with serve_app(ROOT / "notebooks" / "judgments_app.py", "--data", "mine.csv", *options, cwd=tmp_path) as url, \
+            sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=shutil.which("chromium") or shutil.which("chromium-browser"),
+                                    args=["--no-sandbox", "--disable-gpu"])
+        page = browser.new_page()
+        page.goto(url)
+        page.locator("#n-flips").wait_for(timeout=120_000)
+        assert page.locator("#data-source").inner_text() == "mine.csv"
+        assert page.locator("#cli-data").inner_text() == str(tmp_path / "mine.csv")
+        assert page.locator("#n-flips").inner_text() == "2" and marker in page.inner_text("body")
+        browser.close()

@@ -104,6 +104,34 @@ def _pid_namespace() -> str:
 _BOOT_ID: str | None = None
 
 
+def connect_wal(path: Path) -> sqlite3.Connection:
+    """Open ``path`` (creating its folder) in autocommit mode with WAL journaling and a 60 s busy timeout.
+
+    The one way the LLM layer opens its database (the cache, its leases and the run ledger share it), so
+    that every process sharing the file uses the same settings.
+
+    Parameters
+    ----------
+    path : Path
+        The SQLite file.
+
+    Returns
+    -------
+    sqlite3.Connection
+        Usable from any thread (the caller serialises access).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout=60000")
+    for attempt in range(50):  # switching to WAL needs a moment of exclusive access
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError:
+            time.sleep(0.05 * (attempt + 1))
+    return conn
+
+
 def default_cache_path() -> Path:
     """Return the project's cache file, ``<project>/data/cache/llm.sqlite`` (:func:`medeval_kit.paths.cache_path`)."""
     return paths.cache_path()
@@ -144,15 +172,7 @@ class Cache:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=60000")
-        for attempt in range(50):  # switching to WAL needs a moment of exclusive access
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError:
-                time.sleep(0.05 * (attempt + 1))
+        conn = connect_wal(self.path)
         conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes in WAL mode
         self._migrate(conn)
         self._conn, self._pid = conn, os.getpid()

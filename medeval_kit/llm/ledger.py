@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .cache import connect_wal, default_cache_path
 from .errors import BudgetError
 from .secrets import get_logger
 
@@ -88,15 +89,7 @@ class RunLedger:
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=60000")
-        for attempt in range(50):  # switching to WAL needs a moment of exclusive access
-            try:
-                conn.execute("PRAGMA journal_mode=WAL")
-                break
-            except sqlite3.OperationalError:
-                time.sleep(0.05 * (attempt + 1))
+        conn = connect_wal(self.path)
         conn.execute(_TABLE)
         conn.execute("INSERT OR IGNORE INTO run_ledger (run_id, cap_usd, updated) VALUES (?,?,?)",
                      (self.run_id, self.cap, time.time()))
@@ -384,8 +377,6 @@ def run_spend(run_id: str, path: str | os.PathLike | None = None) -> dict[str, A
         ``n_refused`` (calls the run budget refused).
     """
     if path is None:
-        from .cache import default_cache_path
-
         path = default_cache_path()
     out: dict[str, Any] = {"cap_usd": None, "spent_usd": 0.0, "reserved_usd": 0.0, "unconfirmed_usd": 0.0,
                            "n_refused": 0}
