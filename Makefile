@@ -13,17 +13,17 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup figures test lab apps report clean-runs help
+.PHONY: setup figures test lint wheel lab apps report clean-runs help
 
 help:
-	@echo "make figures | make test | make lab | make report"
+	@echo "make figures | make test | make lint | make wheel | make lab | make report"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # Re-install only when the dependency list changes: a warm `make` is a no-op here.
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=77"
 	$(BIN)/python -m pip install -q -e '.[dev,local]'
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (medeval_kit)" >/dev/null
 	@touch $(STAMP)
@@ -48,6 +48,15 @@ apps: setup
 
 test: setup
 	MEDEVAL_CACHE_MODE=replay $(BIN)/python -m pytest tests notebooks --nbval-lax -q
+
+# ruff's rules and version are in pyproject.toml ([tool.ruff], extra "dev")
+lint: setup
+	$(BIN)/ruff check medeval_kit tests benchmarks
+
+# The installable package (prompts, prices, published numbers, bundled datasets, notebooks and example
+# studies inside it, see setup.py) in dist/
+wheel: setup
+	$(BIN)/python -m pip wheel --no-deps -q -w dist .
 
 lab: setup
 	$(BIN)/jupyter lab --notebook-dir=notebooks

@@ -12,6 +12,7 @@ import sys
 # Modules that contribute sub-commands, in the order they appear in --help.
 # Each defines ``register_cli(subparsers) -> None`` and sets ``func`` on its parsers.
 COMMAND_MODULES = (
+    "medeval_kit.cli.init",
     "medeval_kit.cli.runner",
     "medeval_kit.cli.agreement",
     "medeval_kit.cli.alt_test",
@@ -21,6 +22,7 @@ COMMAND_MODULES = (
     "medeval_kit.cli.rounds",
     "medeval_kit.cli.rank",
     "medeval_kit.cli.items",
+    "medeval_kit.cli.judge",
     "medeval_kit.cli.report",
     "medeval_kit.cli.bench",
 )

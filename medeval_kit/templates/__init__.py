@@ -1,0 +1,1 @@
+"""Files that ``medeval init`` copies into a new project (``project/``)."""
