@@ -7,7 +7,8 @@ the protocol's own columns). ``registry`` maps a protocol name to its run functi
 reply schema, input check and analysis hooks (``@protocol``); ``protocols/`` holds one file per
 protocol: ``pairwise`` (two responses in both orders, verdicts un-swapped to model terms),
 ``rubric`` (pointwise aspects), ``multi_answer`` and ``multi_response`` (k texts in one seeded,
-recorded shuffle), ``reference`` (graded against a reference answer). ``summary`` reads a table:
+recorded shuffle), ``reference`` (graded against a reference answer). ``items`` reads the user's own
+items file as a protocol's input table (:func:`read_items`). ``summary`` reads a table:
 parse failures (counted, never turned into ties), scores, order effects, agreement with human labels;
 ``aspects`` selects rubric aspects against a human preference (MCQG-SRefine Table 2); ``aspect_search`` runs
 the search at the paper's scale (compiled, ``_kernels``) and measures its optimism on planted/null synthetic data.
@@ -20,6 +21,7 @@ from .aspects import AspectSelection, aspect_differences, select_aspects, select
 from .aspect_search import (feasible_max_k, human_preferences, optimism_summary, read_aspect_scores,
                             round_differences, score_differences, search_optimism, selection_table)
 from .engine import JUDGMENT_COLUMNS, JudgeError, shuffle_seed
+from .items import item_columns, protocol_options, read_items
 from .protocols.multi_answer import judge_multi_answer
 from .protocols.multi_response import judge_multi_response
 from .protocols.pairwise import judge_pairwise, pairs_from_bundle
@@ -49,6 +51,9 @@ __all__ = [
     "judge_reference",
     "judge_multi_response",
     "run_protocol",
+    "read_items",
+    "item_columns",
+    "protocol_options",
     "pairs_from_bundle",
     "check_protocol",
     "parse_summary",
