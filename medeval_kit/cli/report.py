@@ -579,6 +579,11 @@ def build_report(root: str | Path | None = None, outdir: str | Path | None = Non
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from medeval_kit.cli.project_report import build_project_report, is_toolkit_checkout
+
+    if args.project or not is_toolkit_checkout(_root(args.root)):  # a team's project: its own runs
+        print(f"project report -> {build_project_report(args.root, args.out)}")
+        return 0
     rep = build_report(args.root, args.out)
     print(rep.summary())
     return 0
@@ -587,6 +592,8 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``medeval report``."""
     p = sub.add_parser("report", help="build report.html (self-contained) / report.md from the studies' outputs")
-    p.add_argument("--root", default=None, help="project folder (default: this checkout)")
+    p.add_argument("--root", default=None, help="project folder (default: the project, medeval_kit.paths.root)")
     p.add_argument("--out", default=None, help="output folder (default: <project>/report)")
+    p.add_argument("--project", action="store_true",
+                   help="build the project's own report from runs/*/*/ (the default outside the toolkit's checkout)")
     p.set_defaults(func=_cmd_report)

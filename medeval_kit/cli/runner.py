@@ -20,13 +20,14 @@ only the runs that need it.
 Issue 20: parameter values are plain data (:mod:`medeval_kit.cli.params`), study and run names are plain names
 and every output stays in its output folder; a study may set ``budget_usd:``, one cap for the whole run
 (:mod:`medeval_kit.cli.budget`); a run whose LLM calls failed fails (:mod:`medeval_kit.cli.calllog`).
+Issue 21: ``medeval run --notebook NAME`` / ``medeval run own.ipynb`` runs one notebook without a study
+(:mod:`medeval_kit.cli.notebook_run`).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import sys
 import time
@@ -39,6 +40,16 @@ from typing import Any
 from medeval_kit import paths
 from medeval_kit.cli.budget import decimal_text, new_run_id, run_budget, run_environment, spend_line
 from medeval_kit.cli.calllog import CALL_LOG, CallStats, read_call_log
+from medeval_kit.cli.notebook_run import (
+    cmd_list,
+    default_value,
+    find_notebook,
+    hint_notebook,
+    notebook_plan,
+    notebook_study,
+    project_env,
+    run_name,
+)
 from medeval_kit.cli.params import Typed as _Typed
 from medeval_kit.cli.params import check_inside, check_plain, parse_assignments, positive_usd
 from medeval_kit.cli.studies import Run, Study, load_studies
@@ -57,11 +68,13 @@ __all__ = [
     "parse_assignments",
     "read_call_log",
     "run_budget",
+    "run_notebook",
 ]
 
 INJECTED = ("study", "figures_dir", "tables_dir")
 COMMITTED = ("figures", "tables")
-"""The committed output folders (``<root>/figures/<study>``, ``<root>/tables/<study>``); only ``publish`` writes them."""
+"""The committed output folders (``<root>/figures/<study>``, ``<root>/tables/<study>``); only ``publish`` writes
+them."""
 _TYPES = {"str": str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict}
 
 
@@ -110,11 +123,7 @@ def _notebook_path(notebook: str | Path) -> Path:
     p = Path(notebook)
     if not p.suffix:
         p = p.with_suffix(".ipynb")
-    if not p.exists():
-        p = project_root() / "notebooks" / p.name
-    if not p.exists():
-        raise StudyError(f"notebook {notebook!r} not found (looked in notebooks/)")
-    return p
+    return p if p.exists() else find_notebook(p.name)  # the project's notebooks/, then the packaged ones
 
 
 def _literal_type(default: Any) -> str:
@@ -286,16 +295,6 @@ def _committed_ref(value: Any, root: Path) -> tuple[str, str, Path] | None:
     return None
 
 
-def _default_value(spec: Mapping[str, Any]) -> Any:
-    """The declared default of a notebook parameter as a Python value (None when it is not a literal)."""
-    import ast
-
-    try:
-        return ast.literal_eval(str(spec.get("default")))
-    except (ValueError, SyntaxError):
-        return None
-
-
 def _ancestors(run: Run, by_id: Mapping[str, Run]) -> list[Run]:
     """Every run that ``run`` needs, directly or through others, in a fixed (sorted) order."""
     seen: set[str] = set()
@@ -346,7 +345,7 @@ def _prepare(runs: list[Run], by_id: Mapping[str, Run], overrides: dict[str, Any
         needed_studies = {d.study for d in _ancestors(r, by_id)}
         refs[r.id] = {} if publish else {
             k: ref for k in declared if k not in INJECTED and k not in overrides
-            for ref in [_committed_ref(params.get(k, _default_value(declared[k])), root)]
+            for ref in [_committed_ref(params.get(k, default_value(declared[k])), root)]
             if ref and ref[1] in needed_studies}
         for k, v in overrides.items():
             if k in declared:
@@ -381,6 +380,7 @@ def run_studies(
     budget_usd: float | None = None,
     allow_failed_calls: bool = False,
     run_id: str | None = None,
+    cwd: str | Path | None = None,
 ) -> list[RunResult]:
     """Execute the selected studies (all by default) and return one RunResult per run.
 
@@ -392,7 +392,8 @@ def run_studies(
     Every notebook kernel inherits ``MEDEVAL_RUN_ID`` (``run_id``, a fresh one by default) and, when a budget
     applies, ``MEDEVAL_RUN_BUDGET_USD``: ``budget_usd`` or else the smallest ``budget_usd`` of the selected
     studies, one cap for the whole run. A run whose LLM calls failed (no reply; unparsable replies do not
-    count) is ``failed`` unless ``allow_failed_calls``.
+    count) is ``failed`` unless ``allow_failed_calls``. Papermill runs each notebook in ``cwd`` (default
+    ``<root>/notebooks``, where the studies' relative paths are read from).
     """
     if budget_usd is not None and positive_usd(budget_usd) is None:
         raise ParameterError(f"--budget-usd must be a positive number of US dollars, got {budget_usd!r}")
@@ -405,13 +406,14 @@ def run_studies(
     share_cores(jobs)
     with run_environment(run_id or new_run_id(), cap):
         results = _execute_all(runs, by_id, prepared, refs, out=out, jobs=jobs, kernel=kernel, progress=progress,
-                               allow_failed_calls=allow_failed_calls, root=root)
+                               allow_failed_calls=allow_failed_calls, root=root,
+                               cwd=Path(cwd) if cwd else root / "notebooks")
     return [results[r.id] for r in runs]
 
 
 def _execute_all(runs: list[Run], by_id: Mapping[str, Run], prepared: Mapping[str, dict], refs: Mapping[str, dict],
-                 *, out, jobs: int, kernel: str | None, progress: bool, allow_failed_calls: bool, root: Path
-                 ) -> dict[str, RunResult]:
+                 *, out, jobs: int, kernel: str | None, progress: bool, allow_failed_calls: bool, root: Path,
+                 cwd: Path) -> dict[str, RunResult]:
     """Run every prepared run in worker processes, each once all it needs succeeded; return the results."""
     from tqdm.auto import tqdm
 
@@ -438,7 +440,7 @@ def _execute_all(runs: list[Run], by_id: Mapping[str, Run], prepared: Mapping[st
                     for note in notes:
                         bar.write(f"note     {r.id}: {note}")
                     params = {**prepared[rid], **redirected}
-                    fut = pool.submit(_execute, r, params, str(nb_out), str(root / "notebooks"), kernel)
+                    fut = pool.submit(_execute, r, params, str(nb_out), str(cwd), kernel)
                     active[fut] = (r, nb_out)
                     del pending[rid]
                     bar.set_postfix_str(r.id)
@@ -469,19 +471,59 @@ def _result(run: Run, nb_out: Path, secs: float, cell: int | None, err: str, *, 
 # --------------------------------------------------------------------------- CLI
 
 
+def run_notebook(notebook: str | Path, overrides: Mapping[str, Any] | None = None, *, name: str | None = None,
+                 **kwargs: Any) -> list[RunResult]:
+    """Execute one notebook once on the user's data, in the project (:mod:`medeval_kit.cli.notebook_run`).
+
+    Parameters
+    ----------
+    notebook : str or Path
+        A notebook name (the project's ``notebooks/``, then the packaged ones) or an ``.ipynb`` file.
+    overrides : mapping, optional
+        Parameter values (``-p``); each must be declared by the notebook.
+    name : str, optional
+        The run name (default :func:`medeval_kit.cli.notebook_run.run_name`).
+    **kwargs
+        Passed to :func:`run_studies` (``progress``, ``out``, ``budget_usd``, ``allow_failed_calls`` ...).
+
+    Returns
+    -------
+    list of RunResult
+        One result; outputs in ``<root>/runs/<notebook>/<run>/`` (or under ``out``).
+
+    Example
+    -------
+    >>> run_notebook("agreement", {"annotations_path": "/data/mine.csv"})  # doctest: +SKIP
+    """
+    path, overrides, root = find_notebook(notebook), dict(overrides or {}), project_root()
+    study = notebook_study(path, run_name(overrides, name), overrides, notebook_parameters(path))
+    with project_env(root):
+        return run_studies([study.name], overrides=overrides, studies={study.name: study}, cwd=root, **kwargs)
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
+    single = bool(args.notebook or [s for s in args.studies if s.endswith(".ipynb")])
     overrides = parse_assignments(args.param or [])
-    if args.publish and overrides:
-        print(f"warning: --publish with -p {', '.join(sorted(overrides))}: the committed figures/ and tables/ "
-              "will not match the studies' own parameters", file=sys.stderr)
-    studies = load_studies()
-    cap, source = run_budget(studies, args.studies, args.budget_usd)
+    if single:  # one notebook, once, in the project
+        study = notebook_plan(args, notebook_parameters)
+        studies, selected = {study.name: study}, [study.name]
+    else:
+        if args.name:
+            raise StudyError("--name names the run of --notebook NAME or of an own .ipynb; a study names its runs")
+        if args.publish and overrides:
+            print(f"warning: --publish with -p {', '.join(sorted(overrides))}: the committed figures/ and tables/ "
+                  "will not match the studies' own parameters", file=sys.stderr)
+        studies, selected = load_studies(), args.studies
+        hint_notebook(studies, selected, overrides)
+    cap, source = run_budget(studies, selected, args.budget_usd)
     if cap is not None:
         print(f"budget ${decimal_text(cap)} for this run ({source})")
-    t0, run_id = time.perf_counter(), new_run_id()
-    results = run_studies(args.studies, overrides=overrides, jobs=args.jobs, kernel=args.kernel,
-                          progress=not args.quiet, out=args.out, publish=args.publish, studies=studies,
-                          budget_usd=cap, allow_failed_calls=args.allow_failed_calls, run_id=run_id)
+    t0, run_id, root = time.perf_counter(), new_run_id(), project_root()
+    with project_env(root) if single else contextlib.nullcontext():
+        results = run_studies(selected, overrides=overrides, jobs=args.jobs, kernel=args.kernel,
+                              progress=not args.quiet, out=args.out, publish=args.publish, studies=studies,
+                              budget_usd=cap, allow_failed_calls=args.allow_failed_calls, run_id=run_id,
+                              cwd=root if single else None)
     n_ok = sum(r.status == "ok" for r in results)
     print(f"\n{n_ok}/{len(results)} runs ok in {time.perf_counter() - t0:.1f}s")
     base = _shown(Path(args.out).expanduser().resolve(), project_root()) if args.out else "runs"
@@ -489,7 +531,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"figures and tables written to the committed figures/<study>/ and tables/<study>/; "
               f"notebooks in {base}/<study>/<run>/")
     else:
-        print(f"outputs in {base}/<study>/<run>/ (notebook, figures/, tables/); the committed figures/ and "
+        where = f"{selected[0]}/{studies[selected[0]].runs[0].name}" if single else "<study>/<run>"
+        print(f"outputs in {base}/{where}/ (notebook, figures/, tables/); the committed figures/ and "
               "tables/ are untouched (--publish writes them)")
     for r in results:
         if r.status != "ok" or r.calls.n_failed:
@@ -498,29 +541,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if spend:
         print(spend)
     return 0 if n_ok == len(results) else 1
-
-
-def _cmd_list(args: argparse.Namespace) -> int:
-    studies = load_studies()
-    if args.format == "json":
-        print(json.dumps({
-            s.name: {"description": s.description, "budget_usd": s.budget_usd,
-                     "runs": [{"name": r.name, "notebook": r.notebook, "parameters": dict(r.parameters),
-                               "needs": list(r.needs)} for r in s.runs]}
-            for s in studies.values()
-        }, indent=2, default=str))
-        return 0
-    runs = [r for s in studies.values() for r in s.runs]
-    wn = max((len(r.name) for r in runs), default=4)  # columns as wide as the longest entry
-    wb = max((len(r.notebook) for r in runs), default=8)
-    for s in studies.values():
-        budget = f"  (budget ${decimal_text(s.budget_usd)})" if s.budget_usd is not None else ""
-        print(f"{s.name}: {s.description}{budget}")
-        for r in s.runs:
-            params = ", ".join(f"{k}={v!r}" for k, v in r.parameters.items())
-            needs = f"  (needs {', '.join(r.needs)})" if r.needs else ""
-            print(f"  - {r.name:<{wn}}  {r.notebook:<{wb}}  {params}{needs}")
-    return 0
 
 
 def _cmd_params(args: argparse.Namespace) -> int:
@@ -545,7 +565,13 @@ def _usd(text: str) -> float:
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``run``, ``list`` and ``params`` to the ``medeval`` command."""
     p = sub.add_parser("run", help="execute studies headlessly with papermill")
-    p.add_argument("studies", nargs="*", help="study names (default: all)")
+    p.add_argument("studies", nargs="*", help="study names (default: all), or one own notebook file (.ipynb)")
+    p.add_argument("--notebook", "-n", metavar="NAME", default=None,
+                   help="run one notebook once, without a study: the project's notebooks/NAME.ipynb, else the "
+                        "packaged one; outputs in runs/NAME/<run>/ (see --name)")
+    p.add_argument("--name", default=None, metavar="RUN",
+                   help="run name of --notebook or an own .ipynb (default: the stem of the first -p *_path file, "
+                        "else 'defaults')")
     p.add_argument("--jobs", "-j", type=int, default=2, help="parallel notebook runs (default 2)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="override a parameter in every notebook that declares it (YAML value)")
@@ -563,9 +589,10 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_run)
 
-    p = sub.add_parser("list", help="list the studies, their notebooks and parameters")
+    p = sub.add_parser("list", help="list the studies, their notebooks and parameters (without studies/: the "
+                                    "notebooks --notebook runs)")
     p.add_argument("--format", choices=["table", "json"], default="table")
-    p.set_defaults(func=_cmd_list)
+    p.set_defaults(func=cmd_list)
 
     p = sub.add_parser("params", help="show the parameters a notebook declares")
     p.add_argument("notebook", help="notebook file or name in notebooks/")

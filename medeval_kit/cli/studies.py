@@ -48,10 +48,11 @@ class Study:
 
 
 def load_studies(folder: str | Path | None = None) -> dict[str, Study]:
-    """Return every study defined in ``folder`` (default ``studies/``), validated."""
-    d = Path(folder) if folder else paths.root() / "studies"
+    """Return every study defined in ``folder`` (default :func:`medeval_kit.paths.studies_dir`), validated."""
+    d = Path(folder) if folder else paths.studies_dir()
     if not d.is_dir():
-        raise StudyError(f"{d}: no studies folder")
+        raise StudyError(f"{d}: no studies folder; `medeval run --notebook NAME` runs one notebook without a "
+                         "study (`medeval list` shows them)")
     studies: dict[str, Study] = {}
     for p in sorted(d.glob("*.yaml")):
         study = _load_study(p)
