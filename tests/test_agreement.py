@@ -85,7 +85,7 @@ def test_fleiss_matches_statsmodels(seed):
     n, R, K = 80, 3 + seed, 4
     truth = rng.integers(0, K, n)
     M = np.where(rng.random((n, R)) < 0.5, truth[:, None], rng.integers(0, K, (n, R)))
-    counts = np.stack([(M == k).sum(1) for k in range(K)], 1)
+    counts = np.stack([(k == M).sum(1) for k in range(K)], 1)
     ours = ag.fleiss_kappa(long_from_matrix(M), categories=list(range(K)), n_boot=0).estimate
     assert abs(ours - sm_fleiss_kappa(counts)) < TOL
     # Brennan-Prediger equals statsmodels' 'randolph' (free-marginal) many-rater kappa.

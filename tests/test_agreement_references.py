@@ -369,7 +369,7 @@ def test_weight_matrix_option_and_validation(raw4):
         "range": (2 * q - 1, r"must lie in \[0, 1\]"),
         "nan": (np.where(np.eye(5) > 0, 1.0, np.nan), "NaN"),
     }
-    for name, (W, msg) in bad.items():
+    for W, msg in bad.values():
         with pytest.raises(AgreementError, match=msg):
             ag.fleiss_kappa(raw4, weights=W, n_boot=0)
     with pytest.raises(AgreementError, match="weights must be None, 'linear', 'quadratic' or a K x K"):

@@ -141,10 +141,10 @@ def loop_reference(df, humans, judge, scoring, eps=0.2, min_humans=2):
                 continue
             others = [lab[(i, k)] for k in H[i] if k != j]
             if scoring == "accuracy":
-                def score(x):
+                def score(x, others=others):
                     return np.mean([x == o for o in others])
             else:
-                def score(x):
+                def score(x, others=others):
                     return -np.sqrt(np.mean([(x - o) ** 2 for o in others]))
             sf, sh = score(lab[(i, judge)]), score(lab[(i, j)])
             wf.append(int(sf >= sh - 1e-12))

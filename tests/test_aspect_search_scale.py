@@ -15,10 +15,24 @@ from medeval_kit import agreement
 from medeval_kit.datasets.synthetic import synthetic_aspect_scores
 from medeval_kit.errors import ParameterError, SchemaError
 from medeval_kit.judge import _kernels
-from medeval_kit.judge.aspect_search import (human_preferences, optimism_summary, round_differences,
-                                             score_differences, search_optimism)
-from medeval_kit.judge.aspects import (_LAB, MAX_SUBSETS, OBJECTIVES, TIE_TOLERANCE, _check_size, _evaluate,
-                                       count_subsets, select_aspects, select_aspects_all)
+from medeval_kit.judge.aspect_search import (
+    human_preferences,
+    optimism_summary,
+    round_differences,
+    score_differences,
+    search_optimism,
+)
+from medeval_kit.judge.aspects import (
+    _LAB,
+    MAX_SUBSETS,
+    OBJECTIVES,
+    TIE_TOLERANCE,
+    _check_size,
+    _evaluate,
+    count_subsets,
+    select_aspects,
+    select_aspects_all,
+)
 from medeval_kit.results import check_result
 
 

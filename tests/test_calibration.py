@@ -19,8 +19,14 @@ from medeval_kit.datasets.synthetic import synthetic_pairwise
 from medeval_kit.errors import SchemaError
 from medeval_kit.llm import Response
 from medeval_kit.llm.parse import parse_reply
-from medeval_kit.pairwise.resolve import (CALIBRATED_POLICIES, mean_over_repeats, position_entropy,
-                                          resolve_calibrated, resolve_orders, resolve_pairwise)
+from medeval_kit.pairwise.resolve import (
+    CALIBRATED_POLICIES,
+    mean_over_repeats,
+    position_entropy,
+    resolve_calibrated,
+    resolve_orders,
+    resolve_pairwise,
+)
 from medeval_kit.results import check_result
 
 

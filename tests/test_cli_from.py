@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from format_fixtures import ALPACA, HEALTH, HUMAN, INSPECT_JSON, PAIR, PROMPTFOO, SINGLE  # noqa: E402
 
 from medeval_kit.cli import main
 from medeval_kit.readers import FORMATS, read_format
-
-from format_fixtures import PAIR, SINGLE, HUMAN, ALPACA, HEALTH, PROMPTFOO, INSPECT_JSON  # noqa: E402
 
 
 def _run(capsys, argv) -> tuple[int, str, str]:

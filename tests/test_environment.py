@@ -1,8 +1,8 @@
 """pyproject.toml is the single source of dependencies; environment.yml must stay consistent with it."""
 
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]

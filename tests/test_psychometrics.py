@@ -181,7 +181,7 @@ def test_planted_flags_are_found():
     for it, nf in truth["nonfunctional"].items():
         if nf:
             row = dis[(dis["item"] == it) & (dis["option"] == nf)].iloc[0]
-            assert row["functional"] is False or row["functional"] == False
+            assert bool(row["functional"]) is False
             assert nf in flags.loc[it, "nonfunctional_options"]
     mis = truth.index[truth["miskeyed"]]
     assert flags.loc[mis, "key_rejected_by_upper"].astype(bool).all()
@@ -199,7 +199,7 @@ def test_distractor_efficiency_by_hand():
     dis = pm.distractor_analysis(r).set_index("option")
     assert list(dis.index) == list("ABCDE")
     assert dis.loc["E", "estimate"] == 0 and dis.loc["D", "estimate"] == pytest.approx(0.05)
-    assert dis.loc["D", "functional"] == True and dis.loc["E", "functional"] == False
+    assert bool(dis.loc["D", "functional"]) is True and bool(dis.loc["E", "functional"]) is False
     eff = pm.distractor_efficiency(dis.reset_index()).iloc[0]
     assert eff["estimate"] == 0.75 and eff["n_items"] == 4 and eff["nonfunctional_options"] == "E"
 

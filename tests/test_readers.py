@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from format_fixtures import ALPACA, HEALTH, HUMAN, INSPECT_JSON, INSPECT_MEMBERS, PAIR, PROMPTFOO, SINGLE  # noqa: E402
 
 from medeval_kit import agreement, bias, cli
 from medeval_kit.readers import (
@@ -36,8 +37,6 @@ from medeval_kit.readers import (
     read_tidy,
 )
 from medeval_kit.schemas import validate
-
-from format_fixtures import PAIR, SINGLE, HUMAN, ALPACA, HEALTH, PROMPTFOO, INSPECT_JSON, INSPECT_MEMBERS  # noqa: E402
 
 
 def _status(df: pd.DataFrame) -> dict:

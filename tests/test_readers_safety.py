@@ -22,12 +22,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from format_fixtures import ALPACA, HEALTH, HUMAN, INSPECT_JSON, INSPECT_MEMBERS, PAIR, PROMPTFOO, SINGLE  # noqa: E402
 
 from medeval_kit import cli
 from medeval_kit.errors import MedevalError
 from medeval_kit.readers import ReaderError, read_format
-
-from format_fixtures import ALPACA, HEALTH, HUMAN, INSPECT_JSON, INSPECT_MEMBERS, PAIR, PROMPTFOO, SINGLE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MB = 1 << 20
@@ -341,7 +340,7 @@ def test_type_sweep_every_field_every_wrong_type(tmp_path):
 
 
 def test_hypothesis_fuzz_all_formats(tmp_path_factory):
-    hyp = pytest.importorskip("hypothesis")
+    pytest.importorskip("hypothesis")
     st = pytest.importorskip("hypothesis.strategies")
     from hypothesis import HealthCheck, given, settings
 

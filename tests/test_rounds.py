@@ -316,8 +316,14 @@ def test_introspection_curve_and_fit():
 def test_plots_render(tmp_path):
     import matplotlib.pyplot as plt
 
-    from medeval_kit.viz import (figure, plot_component_trajectories, plot_curve_fits, plot_round_means,
-                                 plot_stop_best, save_figure)
+    from medeval_kit.viz import (
+        figure,
+        plot_component_trajectories,
+        plot_curve_fits,
+        plot_round_means,
+        plot_stop_best,
+        save_figure,
+    )
 
     ir = R.item_rounds(HAND)
     fig = plot_round_means(R.round_means(ir))

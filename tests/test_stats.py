@@ -4,9 +4,17 @@ import numpy as np
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from medeval_kit.stats import (bootstrap_means, fisher_z_interval, interval, mean_interval, normal_interval,
-                               percentile_interval,
-                               proportion_ci, resample_counts, wilson_interval)
+from medeval_kit.stats import (
+    bootstrap_means,
+    fisher_z_interval,
+    interval,
+    mean_interval,
+    normal_interval,
+    percentile_interval,
+    proportion_ci,
+    resample_counts,
+    wilson_interval,
+)
 
 
 @pytest.mark.parametrize("k,n", [(0, 10), (3, 10), (7, 20), (20, 20), (1, 1)])

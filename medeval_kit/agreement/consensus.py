@@ -26,7 +26,7 @@ def vote(codes: np.ndarray, K: int, rule: str, tie_policy: str, rng) -> tuple[np
     N = count_matrix(codes, K)
     n = N.sum(1)
     top = N.max(1) if K else np.zeros(len(N))
-    winners = N == top[:, None]
+    winners = top[:, None] == N
     n_win = winners.sum(1)
     out = np.where(n_win == 1, N.argmax(1), -1)
     tied = (n_win > 1) & (n > 0)
@@ -86,7 +86,7 @@ def majority_vote(
     codes = abstain_codes(data, abstain)
     out, n, top = vote(codes, data.K, rule, tie_policy, np.random.default_rng(seed))
     N = count_matrix(codes, data.K)
-    tied = ((N == top[:, None]).sum(1) > 1) & (n > 0)
+    tied = ((top[:, None] == N).sum(1) > 1) & (n > 0)
     status = np.where(n == 0, "no_votes", np.where(out >= 0, "majority", np.where(tied, "tie", "no_majority")))
     status = np.where((out >= 0) & tied, f"tie_{tie_policy}", status)
     lab = pd.array([data.categories[c] if c >= 0 else pd.NA for c in out], dtype=object)

@@ -102,7 +102,7 @@ def row_groups(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def shrinks(groups: np.ndarray, first: np.ndarray) -> bool:
     """True when the distinct rows (``first``) are few enough against the items (``groups``) to compact."""
-    return 0 < len(groups) and len(first) <= _MIN_SHRINK * len(groups)
+    return len(groups) > 0 and len(first) <= _MIN_SHRINK * len(groups)
 
 
 def compact(st: Stat, groups: np.ndarray, first: np.ndarray) -> Stat:

@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-
 __all__ = ['load_annotations_for_app', 'load_judgments_for_app', 'load_rounds_for_app', 'round_trajectory', 'item_component_shares', 'round_rows', 'round_texts', 'rule_stop']
 
 def _text(v) -> str | None:

@@ -11,18 +11,39 @@ Parse failures (``parse_status != "ok"`` or NA verdicts) are counted in ``n_fail
 every rate; they are never turned into ties. Plots are in :mod:`medeval_kit.viz.bias`, the
 ``medeval position-bias`` command in :mod:`medeval_kit.cli.bias`."""
 
-from medeval_kit.bias._common import RESULT_COLUMNS
-from medeval_kit.bias.inputs import (check_pairwise, pairwise_from_annotations, pairwise_to_response_scores,
-                                     read_judgments, user_judgments)
-from medeval_kit.bias.length import (length_bias, length_controlled_win_rate, longer_preferred_rate,
-                                     response_lengths, simulate_length_bias)
-from medeval_kit.bias.letters import LETTERS, letter_balance
-from medeval_kit.bias.position import (agreement_on_consistent, flip_rate_from_labels, position_bias,
-                                       position_bias_wide, slot_preference, slot_score_effect)
-from medeval_kit.bias.self_preference import load_lineage, self_preference, simulate_self_preference
 from medeval_kit.bias import calibration
-from medeval_kit.bias.calibration import (budget_curve, calibrate, calibration_effect, review_queue,
-                                          synthetic_scored_pairwise)
+from medeval_kit.bias._common import RESULT_COLUMNS
+from medeval_kit.bias.calibration import (
+                                     budget_curve,
+                                     calibrate,
+                                     calibration_effect,
+                                     review_queue,
+                                     synthetic_scored_pairwise,
+)
+from medeval_kit.bias.inputs import (
+                                     check_pairwise,
+                                     pairwise_from_annotations,
+                                     pairwise_to_response_scores,
+                                     read_judgments,
+                                     user_judgments,
+)
+from medeval_kit.bias.length import (
+                                     length_bias,
+                                     length_controlled_win_rate,
+                                     longer_preferred_rate,
+                                     response_lengths,
+                                     simulate_length_bias,
+)
+from medeval_kit.bias.letters import LETTERS, letter_balance
+from medeval_kit.bias.position import (
+                                     agreement_on_consistent,
+                                     flip_rate_from_labels,
+                                     position_bias,
+                                     position_bias_wide,
+                                     slot_preference,
+                                     slot_score_effect,
+)
+from medeval_kit.bias.self_preference import load_lineage, self_preference, simulate_self_preference
 
 __all__ = [
     "RESULT_COLUMNS",

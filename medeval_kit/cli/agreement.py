@@ -15,8 +15,17 @@ import sys
 import numpy as np
 import pandas as pd
 
-from medeval_kit.agreement import (DEFAULT_METRICS, DESIGNS, AgreementError, PanelError, agreement_report,
-                                   describe_raters, judge_vs_humans, read_checked, registry)
+from medeval_kit.agreement import (
+    DEFAULT_METRICS,
+    DESIGNS,
+    AgreementError,
+    PanelError,
+    agreement_report,
+    describe_raters,
+    judge_vs_humans,
+    read_checked,
+    registry,
+)
 from medeval_kit.agreement.data import DuplicateLabelError, LabelOrderError, UnknownLabelError
 from medeval_kit.agreement.report import split_metric
 from medeval_kit.agreement.weights import WEIGHT_NAMES

@@ -8,8 +8,17 @@ import sys
 import pandas as pd
 
 from medeval_kit.agreement import AgreementError, PanelError, alt_test, describe_raters, read_annotations
-from medeval_kit.agreement.alt_test import (DEFAULT_EPSILON, DEFAULT_Q_FDR, JSON_KEYS, MIN_HUMANS_PER_ITEM,
-                                            MIN_ITEMS_PER_HUMAN, PASS_RATE, SCORINGS, AltTestError, AltTestResult)
+from medeval_kit.agreement.alt_test import (
+    DEFAULT_EPSILON,
+    DEFAULT_Q_FDR,
+    JSON_KEYS,
+    MIN_HUMANS_PER_ITEM,
+    MIN_ITEMS_PER_HUMAN,
+    PASS_RATE,
+    SCORINGS,
+    AltTestError,
+    AltTestResult,
+)
 from medeval_kit.cli.agreement import CommandError, cli_text, in_cli_words, jsonable
 from medeval_kit.errors import SchemaError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from medeval_kit.errors import ParameterError
 from medeval_kit.llm import Cache, reparse

@@ -404,10 +404,11 @@ def run_studies(
     prepared, refs = _prepare(runs, by_id, dict(overrides or {}), out, publish, root)
     cap, _ = run_budget(studies, list(selected), budget_usd)
     share_cores(jobs)
-    with run_environment(run_id or new_run_id(), cap):
+    workdir = Path(cwd) if cwd else root / "notebooks"
+    workdir.mkdir(parents=True, exist_ok=True)  # a project's studies read ../data/... from here, notebooks or not
+    with run_environment(run_id or new_run_id(), cap), project_env(root):  # kernels resolve the same project
         results = _execute_all(runs, by_id, prepared, refs, out=out, jobs=jobs, kernel=kernel, progress=progress,
-                               allow_failed_calls=allow_failed_calls, root=root,
-                               cwd=Path(cwd) if cwd else root / "notebooks")
+                               allow_failed_calls=allow_failed_calls, root=root, cwd=workdir)
     return [results[r.id] for r in runs]
 
 

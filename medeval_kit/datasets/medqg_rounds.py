@@ -99,7 +99,7 @@ def parse_aspects(feedback) -> list[dict]:
         m = _SCORE_TAG.search(text) or FRACTION.search(text)
         if m:
             num, den = float(m.group(1)), float(m.group(2))
-            ok = 0 < den and num <= den
+            ok = den > 0 and num <= den
         else:
             num = den = np.nan
             ok = False

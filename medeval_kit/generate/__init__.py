@@ -14,29 +14,72 @@ name + version, round, random seed, shuffle order); parse failures are kept with
 from medeval_kit.bias.letters import letter_balance
 from medeval_kit.generate._common import GenerationError, derived_seed, shuffle_options
 from medeval_kit.generate.cloze import (
-    DEFAULT_BAND_EDGES, abstention_by_band, accuracy_by, answer_cloze, difficulty_band, lexical_match,
-    make_cloze_items, max_stratified_n, normalize_answer, score_cloze, stratified_sample,
+    DEFAULT_BAND_EDGES,
+    abstention_by_band,
+    accuracy_by,
+    answer_cloze,
+    difficulty_band,
+    lexical_match,
+    make_cloze_items,
+    max_stratified_n,
+    normalize_answer,
+    score_cloze,
+    stratified_sample,
     synthetic_cloze_labels,
 )
 from medeval_kit.generate.grounded import (
-    QC_CRITERIA, contexts_to_markdown, evaluate_benchmark, extract_topics, generate_grounded_questions, qc_judge,
+    QC_CRITERIA,
+    contexts_to_markdown,
+    evaluate_benchmark,
+    extract_topics,
+    generate_grounded_questions,
+    qc_judge,
     split_markdown_sections,
 )
 from medeval_kit.generate.grounded_analysis import (
-    accuracy_table, benchmark_correlation, grounded_letter_balance, grounded_quality_summary, question_diversity,
-    spearman_from_rank_differences, spearman_identity_check,
+    accuracy_table,
+    benchmark_correlation,
+    grounded_letter_balance,
+    grounded_quality_summary,
+    question_diversity,
+    spearman_from_rank_differences,
+    spearman_identity_check,
 )
 from medeval_kit.generate.longform import (
-    DIFFICULTY_LEVELS, cochran_sample_size, count_sentences, dedup_dbscan, generate_longform_answers,
-    label_difficulty, stratified_batches,
+    DIFFICULTY_LEVELS,
+    cochran_sample_size,
+    count_sentences,
+    dedup_dbscan,
+    generate_longform_answers,
+    label_difficulty,
+    stratified_batches,
 )
 from medeval_kit.generate.mcqg import (
-    SRefineResult, build_fewshot_bank, critique_schema, format_mcq, load_srefine_inputs,
-    judge_srefine, round_summary, run_srefine, srefine_pairs, srefine_preferences, stop_rule_comparison,
+    SRefineResult,
+    build_fewshot_bank,
+    critique_schema,
+    format_mcq,
+    judge_srefine,
+    load_srefine_inputs,
+    round_summary,
+    run_srefine,
+    srefine_pairs,
+    srefine_preferences,
+    stop_rule_comparison,
 )
 from medeval_kit.generate.topics import (
-    StageZeroResult, build_outline_retriever, bundled_machine_topics, human_topics, load_content_outline,
-    load_topic_checklist, machine_triplets, match_topic, normalise_text, select_topics, topic_overlap, topics_schema,
+    StageZeroResult,
+    build_outline_retriever,
+    bundled_machine_topics,
+    human_topics,
+    load_content_outline,
+    load_topic_checklist,
+    machine_triplets,
+    match_topic,
+    normalise_text,
+    select_topics,
+    topic_overlap,
+    topics_schema,
     write_test_points,
 )
 

@@ -16,7 +16,13 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.generate._common import (
-    GenerationError, derived_seed, dumps, resolve_client, run_prompt, shuffle_options, truncate,
+    GenerationError,
+    derived_seed,
+    dumps,
+    resolve_client,
+    run_prompt,
+    shuffle_options,
+    truncate,
 )
 from medeval_kit.stats import nested_order
 

@@ -29,11 +29,17 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit import rounds
+from medeval_kit.datasets.medqg import load_srefine_inputs
 from medeval_kit.generate._common import (
-    GenerationError, derived_seed, dumps, resolve_client, run_prompt, shuffle_options, truncate,
+    GenerationError,
+    derived_seed,
+    dumps,
+    resolve_client,
+    run_prompt,
+    shuffle_options,
+    truncate,
 )
 from medeval_kit.results import result_frame, result_row
-from medeval_kit.datasets.medqg import load_srefine_inputs
 
 __all__ = [
     "round_summary",

@@ -62,7 +62,7 @@ def load_topic_checklist(path=None) -> pd.DataFrame:
     """Return the NBME topic checklist: topic_id (1..41), group, section, topic (paper's wording)."""
     p = _stage0_path("nbme_topics.yaml", path)
     rows = []
-    for s, sec in enumerate(_read_yaml(p).get("sections") or []):
+    for sec in _read_yaml(p).get("sections") or []:
         for t in sec.get("topics") or []:
             rows.append({"topic_id": len(rows) + 1, "group": sec.get("group", ""), "section": sec["section"],
                          "topic": str(t)})

@@ -17,9 +17,17 @@ the search at the paper's scale (compiled, ``_kernels``) and measures its optimi
 from medeval_kit.schemas import PROTOCOLS
 
 from . import protocols  # noqa: F401  (registers every protocol)
+from .aspect_search import (
+                            feasible_max_k,
+                            human_preferences,
+                            optimism_summary,
+                            read_aspect_scores,
+                            round_differences,
+                            score_differences,
+                            search_optimism,
+                            selection_table,
+)
 from .aspects import AspectSelection, aspect_differences, select_aspects, select_aspects_all
-from .aspect_search import (feasible_max_k, human_preferences, optimism_summary, read_aspect_scores,
-                            round_differences, score_differences, search_optimism, selection_table)
 from .engine import JUDGMENT_COLUMNS, JudgeError, shuffle_seed
 from .items import item_columns, protocol_options, read_items
 from .protocols.multi_answer import judge_multi_answer
@@ -28,11 +36,18 @@ from .protocols.pairwise import judge_pairwise, pairs_from_bundle
 from .protocols.pairwise_calibrated import judge_pairwise_mec
 from .protocols.reference import judge_reference
 from .protocols.rubric import judge_rubric
-from .registry import (Protocol, check_protocol, default_templates, protocol, protocol_of, run_protocol,
-                       unregister)
+from .registry import Protocol, check_protocol, default_templates, protocol, protocol_of, run_protocol, unregister
 from .registry import names as protocol_names
-from .summary import (acc_tuple_triple, human_agreement, order_effects, parse_summary, rubric_scores,
-                      score_summary, to_annotations, verdict_counts)
+from .summary import (
+                            acc_tuple_triple,
+                            human_agreement,
+                            order_effects,
+                            parse_summary,
+                            rubric_scores,
+                            score_summary,
+                            to_annotations,
+                            verdict_counts,
+)
 
 __all__ = [
     "PROTOCOLS",

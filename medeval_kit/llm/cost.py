@@ -5,10 +5,11 @@ from __future__ import annotations
 import fnmatch
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from medeval_kit import paths
 from medeval_kit.errors import DataFileError

@@ -16,8 +16,15 @@ order of the games, for comparison only.
 """
 
 from .compare import rank_agreement, rank_flips
-from .data import (COLUMNS, VERDICTS, comparisons, comparisons_from_bundle, comparisons_from_counts,
-                   demo_comparisons, read_comparisons)
+from .data import (
+                   COLUMNS,
+                   VERDICTS,
+                   comparisons,
+                   comparisons_from_bundle,
+                   comparisons_from_counts,
+                   demo_comparisons,
+                   read_comparisons,
+)
 from .elo import elo_ratings, elo_spread
 from .models import TIES, connected, fit_bradley_terry, fit_davidson, information, outcome_probabilities
 from .ratings import TIE_LABELS, RankResult, rank_models

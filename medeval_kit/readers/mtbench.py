@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from collections.abc import Iterable, Iterator, Mapping
-from pathlib import Path
 
 from medeval_kit.pairwise import to_slot
 from medeval_kit.readers._common import (

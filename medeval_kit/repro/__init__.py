@@ -22,19 +22,39 @@ from __future__ import annotations
 
 import pandas as pd
 
+from medeval_kit.repro.inputs import load_study
 from medeval_kit.repro.papers import automedeval_2025 as automedeval
 from medeval_kit.repro.papers import grounded_synth_2025 as grounded_synth
 from medeval_kit.repro.papers import longform_medqa_2024 as longform_medqa
 from medeval_kit.repro.papers import mcqg_srefine_2025 as mcqg_srefine
 from medeval_kit.repro.papers import medqade_2026 as medqade
 from medeval_kit.repro.papers import pandalm_2024 as pandalm
-from medeval_kit.repro.inputs import load_study
 from medeval_kit.repro.published import (
-    COLUMNS, STATUSES, Number, Paper, Printed, Published, decide, load_paper, paper_ids, parse_printed, rounds_to,
-    to_frame, truncates_to, validate_paper_file,
+    COLUMNS,
+    STATUSES,
+    Number,
+    Paper,
+    Printed,
+    Published,
+    decide,
+    load_paper,
+    paper_ids,
+    parse_printed,
+    rounds_to,
+    to_frame,
+    truncates_to,
+    validate_paper_file,
 )
-from medeval_kit.repro.studies import (STUDIES, judging_humans, judging_inputs, pandalm_humans,
-                                        pandalm_reference_scores, papers_for, published_numbers, study_numbers)
+from medeval_kit.repro.studies import (
+    STUDIES,
+    judging_humans,
+    judging_inputs,
+    pandalm_humans,
+    pandalm_reference_scores,
+    papers_for,
+    published_numbers,
+    study_numbers,
+)
 
 __all__ = [
     "STATUSES", "COLUMNS", "Printed", "parse_printed", "rounds_to", "truncates_to", "decide", "Published",

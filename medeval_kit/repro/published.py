@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +186,7 @@ class Published:
 
     @classmethod
     def check(cls, paper: str, id: str, source: str, quantity: str, value: str, ours: float | None, *,
-              why: str = "", note: str = "") -> "Published":
+              why: str = "", note: str = "") -> Published:
         """Decide the status of ``value`` against ``ours`` and build the reason.
 
         ``why`` explains a difference or a missing value (required when ours is None/NaN);
@@ -365,7 +365,7 @@ def validate_paper_file(path: str | Path) -> Paper:
                  contradictions=tuple({k: c[k] for k in _CONTRA} for c in contra), path=str(p))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: str, mtime: float) -> Paper:
     return validate_paper_file(path)
 

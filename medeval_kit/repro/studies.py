@@ -12,7 +12,12 @@ from medeval_kit.agreement import majority_vote
 from medeval_kit.errors import ParameterError
 from medeval_kit.judge.engine import text
 from medeval_kit.repro.papers import (
-    automedeval_2025, grounded_synth_2025, longform_medqa_2024, mcqg_srefine_2025, medqade_2026, pandalm_2024,
+    automedeval_2025,
+    grounded_synth_2025,
+    longform_medqa_2024,
+    mcqg_srefine_2025,
+    medqade_2026,
+    pandalm_2024,
 )
 from medeval_kit.repro.published import Published, to_frame
 from medeval_kit.stats import nested_sample

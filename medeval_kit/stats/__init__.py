@@ -2,7 +2,7 @@
 bootstrap (percentile and BCa), Fisher-z intervals for correlations, and nested seeded item draws (``nested_sample``). Everything above this layer
 calls these; tests cross-check them against scipy and statsmodels."""
 
-from .bootstrap import bootstrap_means, item_draws, interval, percentile_interval, resample_counts
+from .bootstrap import bootstrap_means, interval, item_draws, percentile_interval, resample_counts
 from .correlation import fisher_z_interval
 from .means import mean_interval, normal_interval
 from .proportions import proportion_ci, wilson_interval

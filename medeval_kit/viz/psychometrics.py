@@ -196,7 +196,7 @@ def plot_p_by_label(table: pd.DataFrame, *, label: str = "difficulty_label", ord
             traces = sorted(d[trace].astype(str).unique())
             offs = {t: (k - (len(traces) - 1) / 2) * 0.5 / max(len(traces), 1) for k, t in enumerate(traces)}
             d["_x"] = d["_x"] + d[trace].astype(str).map(offs)
-            for t, g in d.groupby(trace):
+            for _, g in d.groupby(trace):
                 g = g.sort_values("_x")
                 ax.plot(g["_x"], g[value], color="0.8", lw=0.5, zorder=0)
         why = draw_estimates(ax, d["_x"], d[value], d.get(f"{value}_low", np.nan * d[value]),

@@ -74,7 +74,7 @@ def _judge_labels(judgments: pd.DataFrame, policy: str) -> list[pd.DataFrame]:
     for o in ORDERS:
         if policy in CALIBRATED_POLICIES:
             one = resolve_pairwise(judgments, "mec", mec_order=o, polarity="polarity")
-            one = one[one["missing_order"].map(lambda s: o not in s.split(","))]
+            one = one[one["missing_order"].map(lambda s, o=o: o not in s.split(","))]
         else:
             one = majority_over_repeats(judgments, polarity="polarity")
             one = one[one["order"] == o]

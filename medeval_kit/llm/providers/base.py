@@ -6,8 +6,9 @@ Providers do no retrying: the executor owns retries, backoff, timeouts and rate 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..cost import prompt_token_bound
 from ..types import ModelSpec, Request
