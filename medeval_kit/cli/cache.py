@@ -14,7 +14,7 @@ from medeval_kit.llm.providers import BATCH_FINAL
 
 __all__ = ["register_cli"]
 
-CACHE_HELP = "SQLite cache file (default: <project>/data/cache/llm.sqlite; the project is $MEDEVAL_ROOT or the checkout)"
+CACHE_HELP = "SQLite cache file (default: <project>/data/cache/llm.sqlite; the project is $MEDEVAL_ROOT, else the nearest folder with medeval.toml)"
 
 
 def _load_parser(spec: str) -> Callable:

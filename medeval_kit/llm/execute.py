@@ -239,7 +239,8 @@ def get_client(model: str, *, cache_mode: str = "use", cache_path: str | os.Path
             ``MEDEVAL_CACHE_MODE`` overrides it for a whole process tree (``make test`` sets
             ``replay``, so no test or executed notebook can make a real call).
         cache_path: SQLite file; default ``<project>/data/cache/llm.sqlite``
-            (:func:`medeval_kit.paths.cache_path`; the project is ``$MEDEVAL_ROOT`` or the checkout).
+            (:func:`medeval_kit.paths.cache_path`; the project is ``$MEDEVAL_ROOT``, else the nearest
+            folder with ``medeval.toml``).
         concurrency: calls in flight per provider (default: the provider's ``default_concurrency``:
             local 1, openai 32, anthropic 16).
         rpm, tpm: requests / tokens per minute per provider.
