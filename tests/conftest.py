@@ -6,6 +6,10 @@ real LLM call. Unit tests choose their cache mode explicitly, so the override is
 
 import pytest
 
+# notebooks under fixtures/ are inputs of the runner tests, run there with their parameters; nbval must not
+# execute them on their own (`make test` collects *.ipynb)
+collect_ignore_glob = ["fixtures/*"]
+
 
 @pytest.fixture(autouse=True)
 def _no_global_cache_mode(monkeypatch):
