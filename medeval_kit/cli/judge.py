@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from collections import Counter
@@ -12,7 +11,7 @@ import pandas as pd
 
 from medeval_kit import judge
 from medeval_kit.cli.imports import _WRITERS
-from medeval_kit.cli.params import positive_usd
+from medeval_kit.cli.params import usd_argument
 from medeval_kit.errors import ParameterError
 from medeval_kit.llm import get_client
 from medeval_kit.llm.calllog import short_reason
@@ -34,17 +33,6 @@ _COLUMNS = {
     "target": "model (or option) the judged text belongs to; multi_answer: required, others: optional",
 }
 _ORDERS = {"both": ("AB", "BA"), "AB": ("AB",), "BA": ("BA",)}
-
-
-def _usd(text: str) -> float:
-    """argparse type of ``--budget-usd``: a finite number > 0 (as ``medeval run --budget-usd``)."""
-    try:
-        value = positive_usd(float(text))
-    except ValueError:
-        value = None
-    if value is None:
-        raise argparse.ArgumentTypeError(f"expected a positive number of US dollars, got {text!r}")
-    return value
 
 
 def _flag(name: str) -> str:
@@ -72,7 +60,7 @@ def register_cli(subparsers) -> None:
     p.add_argument("--repeats", type=int, default=1, help="calls per unit (and order); temperature 0.7 when > 1 [1]")
     p.add_argument("--rubric", default=None, metavar="NAME",
                    help="rubric in prompts/rubrics/ (pairwise, rubric) [the protocol's: overall, mcqg_srefine]")
-    p.add_argument("--budget-usd", type=_usd, default=None, metavar="USD",
+    p.add_argument("--budget-usd", type=usd_argument, default=None, metavar="USD",
                    help="hard cap on what the calls may cost; calls beyond it are refused and counted as failed")
     p.add_argument("--out", default="judgments.csv", metavar="FILE",
                    help="where to write the judgments: .csv, .tsv, .jsonl or .parquet [judgments.csv]")

@@ -9,6 +9,7 @@ floats, and papermill writes them as ``float('nan')`` / ``float('inf')``.
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 from collections.abc import Iterable
@@ -210,6 +211,23 @@ def positive_usd(value: Any) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) and value > 0 else None
+
+
+def usd_argument(text: str) -> float:
+    """argparse type of every ``--budget-usd``: a finite number of US dollars > 0.
+
+    Example
+    -------
+    >>> usd_argument("0.5")
+    0.5
+    """
+    try:
+        value = positive_usd(float(text))
+    except ValueError:
+        value = None
+    if value is None:
+        raise argparse.ArgumentTypeError(f"expected a positive number of US dollars, got {text!r}")
+    return value
 
 
 class Typed:

@@ -51,7 +51,7 @@ from medeval_kit.cli.notebook_run import (
     run_name,
 )
 from medeval_kit.cli.params import Typed as _Typed
-from medeval_kit.cli.params import check_inside, check_plain, parse_assignments, positive_usd
+from medeval_kit.cli.params import check_inside, check_plain, parse_assignments, positive_usd, usd_argument
 from medeval_kit.cli.studies import Run, Study, load_studies
 from medeval_kit.errors import ParameterError, StudyError
 
@@ -552,17 +552,6 @@ def _cmd_params(args: argparse.Namespace) -> int:
     return 0
 
 
-def _usd(text: str) -> float:
-    """argparse type of ``--budget-usd``: a finite number > 0."""
-    try:
-        value = positive_usd(float(text))
-    except ValueError:
-        value = None
-    if value is None:
-        raise argparse.ArgumentTypeError(f"expected a positive number of US dollars, got {text!r}")
-    return value
-
-
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``run``, ``list`` and ``params`` to the ``medeval`` command."""
     p = sub.add_parser("run", help="execute studies headlessly with papermill")
@@ -581,7 +570,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--publish", action="store_true",
                    help="write figures and tables to the committed figures/<study>/ and tables/<study>/ "
                         "(what `make figures` does); without it a run never touches them")
-    p.add_argument("--budget-usd", type=_usd, default=None, metavar="USD",
+    p.add_argument("--budget-usd", type=usd_argument, default=None, metavar="USD",
                    help="one cap on the LLM spend of the whole run, over all its notebooks (default: the "
                         "smallest budget_usd of the selected studies; none if they give none)")
     p.add_argument("--allow-failed-calls", action="store_true",
