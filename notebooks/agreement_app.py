@@ -104,8 +104,10 @@ def _(agreement, ann, apps, ci_method, metric, mo, n_boot, raters):
     chosen = list(raters.value)
     mo.stop(len(chosen) < 2, mo.md("**Pick at least two raters.**"))
     pairs, pair_problem = apps.attempt(agreement.pairwise_matrix, ann, metric=metric.value, raters=chosen,
-                                       n_boot=n_boot.value, ci_method=ci_method.value, seed=0, no_overlap="nan")
+                                       n_boot=n_boot.value, ci_method=ci_method.value, seed=0, no_overlap="nan",
+                                       min_overlap=0)  # the user picked these raters: show every pair
     apps.stop_on_problem(pair_problem)
+    mo.stop(pairs["n_items"].isna().all(), mo.md("**The chosen raters share no item.**"))
     mean_pair = pairs["estimate"].mean()
     mo.md(
         f"Mean pairwise **{metric.value}** over <span id='n-pairs'>{len(pairs)}</span> pairs: "

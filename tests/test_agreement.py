@@ -162,8 +162,10 @@ def test_icc_shrout_fleiss_1979_table():
         r = ag.icc(df, form=form)
         assert round(r.estimate, 2) == v, form
         assert r.ci_low < r.estimate < r.ci_high
-    boot = ag.icc(df, form="icc3", ci_method="percentile", n_boot=200)
-    assert "bootstrap" in boot.ci_method
+    boot = ag.icc(df, form="icc3", ci_method="percentile", n_boot=200)  # 6 targets: too few to resample
+    assert boot.ci_method == "" and "CI not computed: n_items = 6 < 10" in boot.note
+    boot = ag.icc(long_from_matrix(np.vstack([X, X + 1])), form="icc3", ci_method="percentile", n_boot=200)
+    assert "bootstrap" in boot.ci_method and boot.ci_low < boot.estimate < boot.ci_high
 
 
 def test_correlations_match_scipy():
@@ -229,8 +231,8 @@ def test_single_category_gives_nan_with_reason():
 
 def test_undefined_resamples_are_counted():
     # One disagreement: many resamples miss it and kappa stays defined, but some resamples
-    # contain only 'A'-'A' rows, where kappa is undefined.
-    M = np.array([["A", "A"]] * 6 + [["B", "B"]] + [["A", "B"]])
+    # contain only 'A'-'A' rows, where kappa is undefined (10 items: the fewest a bootstrap CI is made from).
+    M = np.array([["A", "A"]] * 8 + [["B", "B"]] + [["A", "B"]])
     r = ag.cohen_kappa(long_from_matrix(M), n_boot=400, seed=0)
     assert "resamples undefined" in r.note
 

@@ -304,7 +304,8 @@ def test_human_with_too_few_items_is_skipped_and_reported():
     sk = res.skipped
     assert set(sk["human"]) == {"h3"} and set(sk["judge"]) == {"majority", "random"}
     row = res.to_frame().set_index("judge").loc["majority"]
-    assert row["n_humans_tested"] == 3 and row["n_humans_skipped"] == 1 and "h3" in row["note"]
+    assert row["n_humans_tested"] == 3 and row["n_humans_skipped"] == 1 and "h3" in row["skipped"]
+    assert "1 human(s) skipped" in row["note"]
     assert "h3" in res.summary() and "20 items < 30" in res.summary()
     assert "Skipped humans" in res._repr_html_()
     # the skipped human still serves as one of the other humans for h0, h1, h2 (reference implementation)
@@ -363,8 +364,9 @@ def test_result_shape_and_frozen():
     res = at.alt_test(hand_example())
     # keys, the result contract (estimate = the winning rate; no CI), then the test's extras
     assert list(res.to_frame().columns) == ["judge", "metric", "estimate", "ci_low", "ci_high", "ci_method",
-                                            "n_items", "n_failed", "note", "advantage_probability", "passed",
-                                            "epsilon", "n_humans_tested", "n_humans_skipped", "scoring", "q_fdr"]
+                                            "n_items", "n_failed", "note", "status", "advantage_probability",
+                                            "passed", "epsilon", "n_humans_tested", "n_humans_skipped", "scoring",
+                                            "q_fdr", "rule", "reasons", "scoring_reason", "skipped"]
     row = res.to_frame().iloc[0]
     assert row["metric"] == "winning_rate" and np.isnan(row["ci_low"]) and row["n_failed"] == 0
     assert row["n_items"] == hand_example()["item"].nunique()

@@ -198,13 +198,16 @@ def test_agreement_cli_default_metrics_on_a_sparse_panel(tmp_path, capsys):
 def test_agreement_cli_pairwise_on_a_sparse_panel(tmp_path, capsys):
     t = _sparse(n_humans=40)
     f = _write(t, tmp_path)
-    assert main(["agreement", str(f), "--pairwise", "--n-boot", "0", "--format", "csv"]) == 0
+    assert main(["agreement", str(f), "--pairwise", "--min-overlap", "0", "--n-boot", "0", "--format", "csv"]) == 0
     R = t.rater.nunique()
     t = pd.read_csv(io.StringIO(capsys.readouterr().out))
     pw = t[t.section == "pairwise"]
     assert len(pw) == R * (R - 1) // 2 and pw["estimate"].isna().any() and pw["estimate"].notna().any()
+    assert main(["agreement", str(f), "--pairwise", "--min-overlap", "0", "--n-boot", "0"]) == 0
+    assert "rater pairs shown share no item" in capsys.readouterr().out
+    # issue 22, finding 7: by default the pairs sharing fewer than 10 items are hidden, with their count
     assert main(["agreement", str(f), "--pairwise", "--n-boot", "0"]) == 0
-    assert "rater pairs share no item" in capsys.readouterr().out
+    assert f"of {R * (R - 1) // 2} rater pairs share fewer than 10 items and are hidden" in capsys.readouterr().out
 
 
 def test_agreement_cli_ceiling_needs_humans_and_uses_the_metric(tmp_path, capsys):
@@ -228,7 +231,8 @@ def test_judge_vs_humans_cli_json_records(tmp_path, capsys, pandalm):
     recs = json.loads(capsys.readouterr().out)
     assert [list(r) for r in recs][0] == ["role", "rater", "design", "metric", "estimate", "ci_low", "ci_high",
                                           "ci_method", "n_items", "n_failed", "note", "n_pairs", "delta",
-                                          "delta_ci_low", "delta_ci_high", "p_value"]
+                                          "delta_ci_low", "delta_ci_high", "p_value", "p_noninferiority",
+                                          "noninferior", "margin", "status", "rule", "reasons"]
     assert [r["rater"] for r in recs] == ["humans (3)", "gpt-3.5-turbo", "pandalm-7b"]
     assert recs[0]["delta"] is None and recs[1]["delta"] is not None
     assert main(["judge-vs-humans", str(f), "--design", "pooled", "--n-boot", "0", "--format", "csv"]) == 0
@@ -283,10 +287,11 @@ def test_labels_differing_by_case_or_space_are_reported_and_merged(tmp_path, cap
     k_raw = ag.cohen_kappa(raw, n_boot=0).estimate
     k_merged = ag.cohen_kappa(merged, n_boot=0).estimate
     assert set(merged["label"]) == {"Correct", "Wrong"} and k_merged > k_raw + 0.1
-    assert main(["agreement", str(f), "--metric", "cohen_kappa", "--n-boot", "0", "--format", "json"]) == 0
+    # issue 22: dirty labels withhold the result (exit 1) and say how to fix them
+    assert main(["agreement", str(f), "--metric", "cohen_kappa", "--n-boot", "0", "--format", "json"]) == 1
     cap = capsys.readouterr()
-    assert "differ only by case or white space" in cap.err
-    assert "--normalize-labels" in json.loads(cap.out)[0]["note"]
+    assert "differ only by case or white space" in cap.err and "--normalize-labels" in cap.err
+    assert cap.out == ""
     assert main(["agreement", str(f), "--metric", "cohen_kappa", "--n-boot", "0", "--normalize-labels",
                  "--format", "json"]) == 0
     assert abs(json.loads(capsys.readouterr().out)[0]["estimate"] - k_merged) < 1e-12

@@ -213,7 +213,9 @@ def test_comparisons_read_verdicts_names_and_failures():
     df = pd.DataFrame({"case": ["c1", "c2", "c3", "c4", "c5", "c6"],
                        "m1": ["x", "x", "y", "x", "y", "x"], "m2": ["y", "z", "z", "z", "x", "y"],
                        "who": ["x", "b", "TIE", "Neither", "", "error"]})
-    c = rank.comparisons(df, item="case", model_a="m1", model_b="m2", verdict="who", failed="error")
+    # lower-case a/b are read by the explicit vocabulary model-any-case (issue 22; the default reads A/B as written)
+    c = rank.comparisons(df, item="case", model_a="m1", model_b="m2", verdict="who", failed="error",
+                         verdict_terms="model-any-case")
     assert list(c.columns) == list(rank.COLUMNS)
     # a model's name, b, ties in any case, an empty cell and a failure token (missing verdicts)
     assert list(c["verdict"].fillna("-")) == ["A", "B", "tie", "tie", "-", "-"]

@@ -34,7 +34,17 @@ judge ``f`` separately:
 6. **Winning rate** (§3.3, p. 16055): ``omega`` = share of tested humans whose ``H0_j`` is rejected;
    the judge **passes** when ``omega >= 0.5`` (footnote 5: 0.5 is itself a choice, "stricter
    thresholds can be used in high-stakes domains").
-7. **Average advantage probability** (§3.4, p. 16055): ``rho = mean_j rho^f_j``, the measure for
+7. **Verdict** (ours; the numbers above are the paper's, unchanged): every judge row has a ``status``,
+   the ``rule`` in words and the ``reasons``. ``pass``: winning rate >= 0.5, as in the paper (``passed``
+   is ``status == "pass"``). ``not_testable``: fewer than ``MIN_HUMANS_TESTED = 2`` tested humans (the
+   procedure "requires at least two annotators", App. A FAQ), e.g. a sparse panel where nobody has 30
+   items; its winning rate is still reported. ``fail``: a pass is out of reach. For each tested human
+   the *reverse* one-sided paired t-test (H1: ``mean(d_j) > eps``, i.e. the judge's advantage
+   probability is below the human's minus eps; ``p_worse = P(T >= t_j)``) is BY-adjusted at ``q`` over
+   the same humans; a human shown so (``shown_worse``) cannot also be beaten, so when the share of
+   humans *not* shown worse is below 0.5 (more than half shown worse), even beating every other one
+   leaves the winning rate below 0.5. ``inconclusive``: neither; more items per human could decide.
+8. **Average advantage probability** (§3.4, p. 16055): ``rho = mean_j rho^f_j``, the measure for
    *comparing* judges (it does not depend on ``eps`` and is finer than ``omega``). Theorem 1 (§3.4,
    App. D): under ACC the majority vote and under -RMSE the item mean of the humans get ``rho = 1``.
 
@@ -70,8 +80,11 @@ Choices the paper leaves open, made explicit here:
 * An item the judge did not label is not used for that judge; the count is in ``details``
   (``n_no_judge_label``). Human rows with an empty label are dropped and counted.
 * Labels are compared as given (``"A" == "A"``; no numeric coercion) for ``accuracy``. For
-  ``neg_rmse`` they must be numeric; ``scoring="auto"`` picks ``neg_rmse`` for a numeric label column
-  and ``accuracy`` otherwise. -RMSE ties are decided with a relative tolerance of 1e-9 on the sums of
+  ``neg_rmse`` they must be numeric; ``scoring="auto"`` picks ``neg_rmse`` when every label is a
+  number (also numbers written as text) and ``accuracy`` otherwise, and says why (``scoring_reason``).
+  A column that is mostly numbers (``NUMERIC_SHARE``: >= 90% of the distinct labels or of the
+  labelled rows) with a few non-numbers (``3,5``) is an error naming the rows, never a silent switch
+  to exact-match scoring. -RMSE ties are decided with a relative tolerance of 1e-9 on the sums of
   squares, so that floating-point noise does not break a tie.
 * Zero-variance differences (e.g. every item a tie): ``t = -inf`` (p = 0) when the mean difference is
   below ``eps``, ``+inf`` (p = 1) above it, and p = 1 exactly at ``eps``.
@@ -83,6 +96,7 @@ win shares and t statistics, scipy for the t distribution, statsmodels for BY.
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -90,6 +104,7 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.agreement.panel import PanelError, describe_raters, resolve_panel
+from medeval_kit.agreement.verdicts import SEP, join_reasons, label_gate
 from medeval_kit.errors import MedevalError, SchemaError
 from medeval_kit.results import RESULT_COLUMNS as CONTRACT
 
@@ -101,6 +116,8 @@ __all__ = [
     "DEFAULT_Q_FDR",
     "MIN_ITEMS_PER_HUMAN",
     "MIN_HUMANS_PER_ITEM",
+    "MIN_HUMANS_TESTED",
+    "NUMERIC_SHARE",
     "RESULT_COLUMNS",
     "JSON_KEYS",
     "DETAIL_COLUMNS",
@@ -111,20 +128,36 @@ DEFAULT_EPSILON = 0.2
 DEFAULT_Q_FDR = 0.05
 MIN_ITEMS_PER_HUMAN = 30
 MIN_HUMANS_PER_ITEM = 2
+MIN_HUMANS_TESTED = 2
+"""The paper's procedure "requires at least two annotators" (App. A FAQ); fewer tested humans: not testable."""
 RECOMMENDED_HUMANS = 3
+NUMERIC_SHARE = 0.9
+"""``scoring="auto"``: a label column this numeric (share of distinct labels or of labelled rows) with a few
+non-numbers is an error, never a silent switch to exact-match scoring."""
 PASS_RATE = 0.5
 SCORINGS = ("accuracy", "neg_rmse")
 _RTOL = 1e-9
 
 METRIC = "winning_rate"
 """The ``metric`` of an alt-test row: ``estimate`` is the judge's winning rate omega."""
-RESULT_COLUMNS = ["judge", "metric", *CONTRACT, "advantage_probability", "passed", "epsilon", "n_humans_tested",
-                  "n_humans_skipped", "scoring", "q_fdr"]
-"""One row per judge: keys, the result contract (no CI: ``ci_low``/``ci_high`` NaN), then the test's extras."""
-JSON_KEYS = [c for c in RESULT_COLUMNS if c not in ("note", "q_fdr")]
-"""The fields of ``medeval alt-test --format json`` (notes are printed in the table format)."""
+RESULT_COLUMNS = ["judge", "metric", *CONTRACT, "status", "advantage_probability", "passed", "epsilon",
+                  "n_humans_tested", "n_humans_skipped", "scoring", "q_fdr", "rule", "reasons", "scoring_reason",
+                  "skipped"]
+"""One row per judge: keys, the result contract (no CI: ``ci_low``/``ci_high`` NaN), the verdict ``status``
+(pass / fail / inconclusive / not_testable / invalid; ``passed`` is ``status == "pass"``), the test's extras,
+the ``rule`` and ``reasons`` in words, why this ``scoring``, and every ``skipped`` human with the reason
+(``"human: reason; ..."``)."""
+JSON_KEYS = [c for c in RESULT_COLUMNS if c != "q_fdr"]
+"""The fields of ``medeval alt-test --format json``; ``skipped`` is a list of ``{"human", "n_items", "reason"}``
+there."""
 DETAIL_COLUMNS = ["judge", "human", "n_items", "n_ties", "n_no_judge_label", "n_too_few_humans", "rho_llm",
-                  "rho_human", "t", "p_value", "p_adjusted", "rejected", "skipped_reason"]
+                  "rho_human", "t", "p_value", "p_adjusted", "rejected", "p_worse", "p_worse_adjusted",
+                  "shown_worse", "skipped_reason"]
+"""Per (judge, human): counts, win shares, the paper's test (``p_value``, BY ``p_adjusted``, ``rejected``: the
+judge beats this human) and the reverse test (``p_worse``, ``p_worse_adjusted``, ``shown_worse``: the judge's
+advantage probability is shown below the human's minus epsilon), or why the human was skipped."""
+_VERDICT_WORDS = {"pass": "PASSED", "fail": "FAILED", "inconclusive": "INCONCLUSIVE", "not_testable": "NOT TESTABLE",
+                  "invalid": "INVALID"}
 
 
 class AltTestError(MedevalError, ValueError):
@@ -148,6 +181,8 @@ class AltTestResult:
     humans: tuple = ()
     judges: tuple = ()
     n_dropped: int = 0
+    scoring_reason: str = ""
+    """What ``scoring`` was used and why, e.g. ``"neg_rmse, because every label is a number"``."""
 
     def to_frame(self) -> pd.DataFrame:
         """One row per judge (:data:`RESULT_COLUMNS`): ``estimate`` is the winning rate, ``n_items`` the items
@@ -166,13 +201,19 @@ class AltTestResult:
         lines = [f"alt-test (Calderon et al. 2025): epsilon = {self.epsilon:g}, scoring = {self.scoring}, "
                  f"BY q = {self.q_fdr:g}; pass when winning rate >= {PASS_RATE:g}; "
                  f"humans: {describe_raters(self.humans)}"]
+        if self.scoring_reason:
+            lines.append(f"  scoring: {self.scoring_reason}")
+        rules = [x for x in pd.unique(self.results["rule"]) if x]
+        lines += [f"  rule: {x}" for x in rules]
         for r in self.results.itertuples(index=False):
             wr = "NaN" if pd.isna(r.estimate) else f"{r.estimate:.2f}"
             ap = "NaN" if pd.isna(r.advantage_probability) else f"{r.advantage_probability:.3f}"
             n_rej = self.details.loc[(self.details["judge"] == r.judge) & (self.details["rejected"] == True)]  # noqa: E712
-            verdict = "PASSED" if r.passed else "FAILED"
+            verdict = _VERDICT_WORDS.get(r.status, str(r.status).upper())
             lines.append(f"  {r.judge}: {verdict}  winning rate = {wr} ({len(n_rej)}/{r.n_humans_tested} humans "
                          f"beaten), advantage probability = {ap}; {r.n_humans_skipped} skipped")
+            if r.reasons:
+                lines.append(f"    why: {r.reasons}")
             if r.note:
                 lines.append(f"    note: {r.note}")
         skipped = self.skipped_lines()
@@ -220,6 +261,7 @@ def alt_test(
     min_items_per_human: int = MIN_ITEMS_PER_HUMAN,
     min_humans: int = MIN_HUMANS_PER_ITEM,
     source: str | None = None,
+    accept_label_warnings: bool = False,
 ) -> AltTestResult:
     """Run the alt-test of every judge against the human panel of a long annotations table.
 
@@ -227,7 +269,13 @@ def alt_test(
     the ``rater_kind`` column (values ``human`` / ``llm``), never from a guess (see
     :func:`medeval_kit.agreement.resolve_panel`); judges are ``judges=[...]``, the ``llm`` raters or every
     other rater. ``scoring`` is ``"accuracy"``, ``"neg_rmse"`` or ``"auto"`` (numeric labels ->
-    ``neg_rmse``). See the module docstring for the procedure, the defaults and where each comes from.
+    ``neg_rmse``; the choice and why in ``scoring_reason``; a mostly numeric column with a few
+    non-numbers raises :class:`~medeval_kit.errors.SchemaError` naming the rows). Every judge row has
+    ``status`` (pass / fail / inconclusive / not_testable), ``rule`` and ``reasons``, and ``skipped``
+    lists every human not tested with the reason. The labels are checked first
+    (:func:`~medeval_kit.agreement.verdicts.label_gate`): a blocking finding makes every judge
+    ``invalid`` unless ``accept_label_warnings=True``. See the module docstring for the procedure, the
+    verdict, the defaults and where each comes from.
 
     >>> rows = [(f"i{i}", h, "A" if (i + k) % 5 else "B") for i in range(40) for k, h in enumerate("xyz")]
     >>> rows += [(f"i{i}", "gpt", "A") for i in range(40)]
@@ -256,7 +304,7 @@ def alt_test(
         raise SchemaError("annotations", rater, data.loc[dup, "row"].tolist(),
                           "a rater labelled the same item more than once; keep one label per (item, rater) "
                           "(resolve repeats first, e.g. with medeval_kit.pairwise)", source)
-    scoring = _resolve_scoring(scoring, data)
+    scoring, scoring_reason = _resolve_scoring(scoring, data, label, source)
     if scoring == "neg_rmse":
         data = data.assign(value=_numeric(data, label, source))
     else:
@@ -265,12 +313,16 @@ def alt_test(
     details, items = _details(data, humans, judges, scoring, min_humans)
     details, results = _decide(details, items, judges, eps, q, scoring, min_items_per_human)
     results["n_failed"] = n_dropped
+    results["scoring_reason"] = scoring_reason
     if n_dropped:
         drop = f"{n_dropped} human row(s) with an empty label dropped"
         results["note"] = [f"{n}; {drop}" if n else drop for n in results["note"]]
-    return AltTestResult(results=results, details=details, epsilon=eps, q_fdr=q, scoring=scoring,
-                         min_items_per_human=int(min_items_per_human), min_humans=int(min_humans),
-                         humans=tuple(humans), judges=tuple(judges), n_dropped=n_dropped)
+    res = AltTestResult(results=results, details=details, epsilon=eps, q_fdr=q, scoring=scoring,
+                        min_items_per_human=int(min_items_per_human), min_humans=int(min_humans),
+                        humans=tuple(humans), judges=tuple(judges), n_dropped=n_dropped,
+                        scoring_reason=scoring_reason)
+    return label_gate(res, df, label=label, rater=rater, raters=list(humans) + list(judges),
+                      accept_label_warnings=accept_label_warnings)
 
 
 def _check_params(epsilon, q_fdr, min_items, min_humans, scoring):
@@ -293,12 +345,34 @@ def _check_params(epsilon, q_fdr, min_items, min_humans, scoring):
     return eps, q
 
 
-def _resolve_scoring(scoring, data):
+def _resolve_scoring(scoring, data, label, source) -> tuple[str, str]:
+    """The scoring and why; a mostly numeric label column with a few non-numbers is an error naming the rows."""
     if scoring != "auto":
-        return scoring
+        return scoring, f"{scoring}, as asked"
     lab = data["label"].infer_objects()
-    numeric = pd.api.types.is_numeric_dtype(lab) and not pd.api.types.is_bool_dtype(lab)
-    return "neg_rmse" if numeric else "accuracy"
+    if pd.api.types.is_bool_dtype(lab):
+        return "accuracy", "accuracy, because the labels are true/false"
+    if pd.api.types.is_numeric_dtype(lab):
+        return "neg_rmse", "neg_rmse, because every label is a number"
+    codes, uniq = pd.factorize(data["label"])
+    vals = [v.strip() if isinstance(v, str) else v for v in uniq]
+    num = pd.to_numeric(pd.Series(vals, dtype=object), errors="coerce").astype(float).to_numpy()
+    isnum = np.isfinite(num) & np.array([not isinstance(v, (bool, np.bool_)) for v in uniq], dtype=bool)
+    if len(uniq) and isnum.all():
+        return "neg_rmse", "neg_rmse, because every label is a number (some written as text)"
+    row_share = float(isnum[codes].mean()) if len(codes) else 0.0
+    if isnum.sum() >= 2 and (isnum.mean() >= NUMERIC_SHARE or row_share >= NUMERIC_SHARE):
+        bad = [str(v) for v in uniq[~isnum]]
+        rows = data.loc[~isnum[codes], "row"].tolist()
+        shown = ", ".join(map(repr, bad[:5])) + (f" and {len(bad) - 5} other value(s)" if len(bad) > 5 else "")
+        tokens = " ".join(shlex.quote(v) for v in bad[:5])
+        raise SchemaError("annotations", label, rows,
+                          f"the labels are numbers except {shown} ({len(rows)} row(s); {row_share:.1%} of the labelled "
+                          f"rows are numbers), so scoring='auto' cannot choose: fix these rows (e.g. a decimal point), "
+                          f"count these values as missing (--missing {tokens}), or score every label as a category "
+                          "with scoring='accuracy' (--scoring accuracy)", source)
+    ex = ", ".join(repr(str(v)) for v in uniq[:3])
+    return "accuracy", f"accuracy, because the labels are not numbers (e.g. {ex})"
 
 
 def _numeric(data, label, source):
@@ -367,6 +441,69 @@ def _details(data, humans, judges, scoring, min_humans) -> tuple[pd.DataFrame, p
     return out, items
 
 
+def alt_test_rule(eps: float, q: float, min_items: int) -> str:
+    """The alt-test's verdict rule in words (the ``rule`` column).
+
+    Parameters
+    ----------
+    eps, q : float
+        The cost-benefit margin epsilon and the Benjamini-Yekutieli FDR level.
+    min_items : int
+        Items a human needs to be tested.
+
+    Returns
+    -------
+    str
+        The rule.
+
+    Examples
+    --------
+    >>> alt_test_rule(0.2, 0.05, 30)[:40]
+    'pass if the winning rate >= 0.5: the sha'
+    """
+    return (f"pass if the winning rate >= {PASS_RATE:g}: the share of the tested humans h for whom a one-sided "
+            f"paired t-test rejects 'the judge's advantage probability <= h's - epsilon' (epsilon = {eps:g}, "
+            f"Benjamini-Yekutieli q = {q:g}; Calderon et al. 2025); fail if the reverse t-tests (BY q = {q:g}) show "
+            f"the judge's advantage probability below h's - epsilon for so many humans that a winning rate of "
+            f"{PASS_RATE:g} is out of reach; not testable with fewer than {MIN_HUMANS_TESTED} tested humans "
+            f"(>= {min_items} items each); else inconclusive")
+
+
+def _skip_summary(reasons: np.ndarray, n_items: np.ndarray, min_items: int) -> str:
+    """``"107 with fewer than 30 items, 1 without a judge label"``: the skipped humans counted by kind."""
+    small = int(sum(0 < n < min_items for n in n_items))
+    no_j = int(sum(r.startswith("the judge labelled none") for r in reasons))
+    alone = len(reasons) - small - no_j
+    parts = [f"{small} with fewer than {min_items} items" if small else "",
+             f"{no_j} without a label from the judge on their items" if no_j else "",
+             f"{alone} sharing no item with another human" if alone else ""]
+    return ", ".join(x for x in parts if x)
+
+
+def _verdict(m, n_rej, n_worse, wr, skipped, eps, min_items) -> tuple[str, list[str]]:
+    """Status and reasons of one judge from the tested humans ``m``, those beaten and those shown worse."""
+    if m == 0:
+        return "not_testable", [f"no human could be tested: all {skipped} skipped" if skipped else
+                                "no human could be tested"]
+    if m < MIN_HUMANS_TESTED:
+        return "not_testable", [f"only {m} human tested: the alt-test requires at least {MIN_HUMANS_TESTED} "
+                                f"(App. A) with >= {min_items} items each"]
+    beaten = f"{n_rej} of {m} tested humans beaten (winning rate {wr:.2f}"
+    if wr >= PASS_RATE:
+        return "pass", [f"{beaten} >= {PASS_RATE:g})"]
+    reach = (m - n_worse) / m
+    worse = (f"the judge's advantage probability is shown below the human's minus epsilon ({eps:g}) for {n_worse} of "
+             f"{m}")
+    if reach < PASS_RATE:
+        return "fail", [f"{beaten} < {PASS_RATE:g})",
+                        f"{worse}: beating every other tested human gives at most {reach:.2f} < {PASS_RATE:g}"]
+    undecided = m - n_rej - n_worse
+    return "inconclusive", [f"{beaten} < {PASS_RATE:g})",
+                            worse if n_worse else f"the judge is shown worse by more than epsilon ({eps:g}) for none",
+                            f"{undecided} undecided: a winning rate of {PASS_RATE:g} is still within reach with "
+                            "more items per human"]
+
+
 def _decide(d, items, judges, eps, q, scoring, min_items):
     from scipy import stats
     from statsmodels.stats.multitest import multipletests
@@ -381,7 +518,7 @@ def _decide(d, items, judges, eps, q, scoring, min_items):
     no_j = (d["n_eligible"] > 0).to_numpy() & (n == 0)
     reason[no_j] = "the judge labelled none of this human's usable items"
     small = (n > 0) & (n < min_items)
-    reason[small] = [f"{k} items < {min_items} (min_items_per_human; the paper's t-test needs >= 30)"
+    reason[small] = [f"{k} items < {min_items} (min_items_per_human, the paper's t-test needs >= 30)"
                      for k in n[small]]
     d["skipped_reason"] = reason
     tested = reason == ""
@@ -392,6 +529,7 @@ def _decide(d, items, judges, eps, q, scoring, min_items):
     k = (n - d["n_ties"]).to_numpy(np.int64)
     t = np.full(len(d), np.nan)
     p = np.full(len(d), np.nan)
+    pw = np.full(len(d), np.nan)
     idx = np.flatnonzero(tested)
     if len(idx):
         nn, dd, kk = n[idx].astype(float), delta[idx], k[idx]
@@ -403,20 +541,30 @@ def _decide(d, items, judges, eps, q, scoring, min_items):
                           (mean - eps) / np.sqrt(var / nn))
         pp = stats.t.cdf(tt, nn - 1)
         pp = np.where(np.isnan(tt), 1.0, pp)
-        t[idx], p[idx] = tt, pp
-    d["t"], d["p_value"] = t, p
+        # the reverse test (H1: mean > eps, the judge worse than the human minus eps): it decides "fail"
+        ppw = np.where(np.isnan(tt), 1.0, stats.t.sf(tt, nn - 1))
+        t[idx], p[idx], pw[idx] = tt, pp, ppw
+    d["t"], d["p_value"], d["p_worse"] = t, p, pw
     d["p_adjusted"] = np.nan
+    d["p_worse_adjusted"] = np.nan
     d["rejected"] = pd.array([pd.NA] * len(d), dtype="boolean")
+    d["shown_worse"] = pd.array([pd.NA] * len(d), dtype="boolean")
 
+    rule = alt_test_rule(eps, q, min_items)
     rows = []
     for judge in judges:
         sel = (d["judge"] == judge).to_numpy()
         ti = np.flatnonzero(sel & tested)
         notes = []
+        n_rej = n_worse = 0
         if len(ti):
             rej, padj, _, _ = multipletests(d["p_value"].to_numpy()[ti], alpha=q, method="fdr_by")
             d.loc[d.index[ti], "p_adjusted"] = padj
             d.loc[d.index[ti], "rejected"] = rej
+            rw, pwadj, _, _ = multipletests(d["p_worse"].to_numpy()[ti], alpha=q, method="fdr_by")
+            d.loc[d.index[ti], "p_worse_adjusted"] = pwadj
+            d.loc[d.index[ti], "shown_worse"] = rw
+            n_rej, n_worse = int(rej.sum()), int(rw.sum())
             wr = float(np.mean(rej))
             ap = float(d["rho_llm"].to_numpy()[ti].mean())
             if len(ti) < RECOMMENDED_HUMANS:
@@ -425,18 +573,22 @@ def _decide(d, items, judges, eps, q, scoring, min_items):
         else:
             wr = ap = float("nan")
             notes.append("no human could be tested (see skipped); winning rate undefined")
-        n_skip = int((sel & ~tested).sum())
+        skip = sel & ~tested
+        n_skip = int(skip.sum())
+        sk_h, sk_r, sk_n = d["human"].to_numpy()[skip], d["skipped_reason"].to_numpy()[skip], n[skip]
         if n_skip:
-            pairs = [f"{h} ({r.split(' (')[0]})" for h, r in zip(d["human"].to_numpy()[sel & ~tested],
-                                                                 d["skipped_reason"].to_numpy()[sel & ~tested])]
-            more = f"; ... {n_skip - 5} more (see skipped)" if n_skip > 5 else ""
-            notes.append(f"{n_skip} human(s) skipped: " + "; ".join(pairs[:5]) + more)
+            notes.append(f"{n_skip} human(s) skipped (see skipped)")
         miss = int(d.loc[sel, "n_no_judge_label"].sum())
         if miss:
             notes.append(f"{miss} (human, item) pairs unused: no label from this judge")
+        status, reasons = _verdict(len(ti), n_rej, n_worse, wr, n_skip, eps, min_items)
+        if n_skip and status == "not_testable":
+            reasons.append(f"skipped: {_skip_summary(sk_r, sk_n, min_items)}")
         rows.append({"judge": judge, "metric": METRIC, "estimate": wr, "ci_low": np.nan, "ci_high": np.nan,
-                     "ci_method": "", "n_items": int(items.get(judge, 0)), "n_failed": 0, "advantage_probability": ap,
-                     "passed": bool(len(ti) and wr >= PASS_RATE), "epsilon": eps, "n_humans_tested": int(len(ti)),
-                     "n_humans_skipped": n_skip, "scoring": scoring, "q_fdr": q, "note": "; ".join(notes)})
+                     "ci_method": "", "n_items": int(items.get(judge, 0)), "n_failed": 0, "status": status,
+                     "advantage_probability": ap, "passed": status == "pass", "epsilon": eps,
+                     "n_humans_tested": int(len(ti)), "n_humans_skipped": n_skip, "scoring": scoring, "q_fdr": q,
+                     "note": "; ".join(notes), "rule": rule, "reasons": join_reasons(reasons), "scoring_reason": "",
+                     "skipped": SEP.join(f"{h}: {r}" for h, r in zip(sk_h, sk_r))})
     details = d[DETAIL_COLUMNS].reset_index(drop=True)
     return details, pd.DataFrame(rows, columns=RESULT_COLUMNS)

@@ -20,6 +20,7 @@ from medeval_kit.agreement.engine import Stat, mean_stat, point, replicates
 from medeval_kit.agreement.forms import pair_stat
 from medeval_kit.agreement.panel import humans_from_kind, resolve_panel
 from medeval_kit.agreement.result import AgreementResult, finish
+from medeval_kit.agreement.verdicts import join_reasons, noninferiority_rule, noninferiority_verdict
 from medeval_kit.results import result_frame
 from medeval_kit.stats import interval
 
@@ -113,17 +114,22 @@ def _judge_row(j, st, est, reps, c, confidence, n_boot, margin) -> dict:
     row = dict(role="judge", rater=j, estimate=est, ci_low=lo, ci_high=hi, n_items=st.n_items, delta=_NAN,
                delta_ci_low=_NAN, delta_ci_high=_NAN, p_value=_NAN, ci_overlap=pd.NA)
     if c is None or not n_boot:
+        why = ("no human ceiling (a single reference rater): no delta to test" if c is None else
+               "no bootstrap (n_boot=0): no CI, so no test")
+        row.update(status="not_testable", rule=noninferiority_rule(margin, confidence), noninferior=pd.NA, reasons=why)
         return row
     c_est, c_lo, c_hi, c_reps = c
     d = reps - c_reps
     d = d[np.isfinite(d)]
     row["delta"] = est - c_est
-    row["delta_ci_low"], row["delta_ci_high"] = _percentile(est - c_est, d, confidence)
-    # MedQADE's p-value has no +1 correction; the non-inferiority p-value has it (as in judge_vs_humans)
-    row["p_value"] = float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean()))) if len(d) else _NAN
-    row["p_noninferiority"] = float((1 + (d <= -margin).sum()) / (len(d) + 1)) if len(d) else _NAN
-    row["noninferior"] = bool(row["delta_ci_low"] > -margin) if len(d) else pd.NA
-    row["ci_overlap"] = bool(lo <= c_hi and c_lo <= hi)
+    if len(d):
+        row["delta_ci_low"], row["delta_ci_high"] = _percentile(est - c_est, d, confidence)
+        # MedQADE's two-sided p-value has no +1 correction (as published)
+        row["p_value"] = float(min(1.0, 2 * min((d <= 0).mean(), (d >= 0).mean())))
+        row["ci_overlap"] = bool(lo <= c_hi and c_lo <= hi)
+    v = noninferiority_verdict(d, row["delta"], margin, confidence, st.n_items, n_boot=n_boot)
+    row.update(status=v["status"], rule=v["rule"], reasons=join_reasons(v["reasons"]), noninferior=v["noninferior"],
+               p_noninferiority=v.get("p_noninferiority", _NAN))
     return row
 
 

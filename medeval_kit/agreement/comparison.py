@@ -12,8 +12,10 @@ __all__ = ["JudgeComparison", "COLUMNS", "KEYS", "as_comparison_table", "paired_
 KEYS = ["role", "rater", "design", "metric"]
 COLUMNS = KEYS + ["estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed", "note", "n_pairs", "delta",
                   "delta_ci_low", "delta_ci_high", "p_value", "p_noninferiority", "noninferior", "margin", "n_humans",
-                  "n_ties"]
-"""The columns of every judges-vs-humans table: keys, the result contract, then the design's extras."""
+                  "n_ties", "status", "rule", "reasons"]
+"""The columns of every judges-vs-humans table: keys, the result contract, then the design's extras and the
+verdict (``status``, ``rule``, ``reasons``; see :mod:`medeval_kit.agreement.verdicts`; empty on humans rows)."""
+_TEXT = ("ci_method", "note", "status", "rule", "reasons")
 
 _NAN = float("nan")
 
@@ -23,16 +25,18 @@ def as_comparison_table(t: pd.DataFrame) -> pd.DataFrame:
     t = t.copy()
     for c in COLUMNS:
         if c not in t.columns:
-            t[c] = 0 if c == "n_failed" else ("" if c in ("ci_method", "note") else _NAN)
+            t[c] = 0 if c == "n_failed" else ("" if c in _TEXT else _NAN)
     t["noninferior"] = t["noninferior"].astype("boolean")
-    t["note"] = t["note"].fillna("")
+    for c in _TEXT:
+        t[c] = t[c].fillna("")
     return t[COLUMNS]
 
 
 def paired_p_values(d: np.ndarray, margin: float) -> dict:
     """Bootstrap p-values of Δ from finite paired replicates ``d`` (+1 correction: never exactly 0).
 
-    ``p_value`` two-sided for H0: Δ = 0; ``p_noninferiority`` one-sided for H0: Δ <= -margin.
+    ``p_value`` two-sided for H0: Δ = 0; ``p_noninferiority`` one-sided for H0: Δ <= -margin. The tables use
+    :func:`~medeval_kit.agreement.verdicts.noninferiority_p` for the latter, which agrees with the CI exactly.
     """
     B = len(d)
     return dict(p_value=min(1.0, 2 * min((1 + (d <= 0).sum()) / (B + 1), (1 + (d >= 0).sum()) / (B + 1))),
@@ -50,6 +54,8 @@ class JudgeComparison:
     ci_method: str
     humans: tuple
     judges: tuple
+    design_note: str = ""
+    """Which aggregation the design used and why (leave-one-out: mean over humans or pooled instances)."""
 
     def to_frame(self) -> pd.DataFrame:
         """The tidy table: role, rater, design, metric, the result contract, n_pairs, delta with CI, p-values."""
@@ -59,14 +65,20 @@ class JudgeComparison:
         """A few lines: the humans' level, then each judge's Δ with its CI and the tests."""
         lines = [f"{self.metric}, design {self.design!r}: {len(self.humans)} humans, {len(self.judges)} judge(s); "
                  f"{self.ci_method or 'no CI'}"]
+        if self.design_note:
+            lines.append(f"  design: {self.design_note}")
+        rules = [x for x in pd.unique(self.table["rule"]) if x]
+        lines += [f"  rule: {x}" for x in rules]
         for r in self.table.itertuples():
             est = "NaN" if pd.isna(r.estimate) else f"{r.estimate:.3f}"
             ci = "" if pd.isna(r.ci_low) else f" [{r.ci_low:.3f}, {r.ci_high:.3f}]"
             line = f"  {r.role:6s} {r.rater}: {est}{ci} ({r.n_items} items, {r.n_pairs} pairs)"
             if r.role == "judge" and pd.notna(r.delta):
                 dci = "" if pd.isna(r.delta_ci_low) else f" [{r.delta_ci_low:+.3f}, {r.delta_ci_high:+.3f}]"
-                ni = "non-inferior" if r.noninferior else "not shown non-inferior"
-                line += f"; delta {r.delta:+.3f}{dci}, p = {r.p_value:.3g}; {ni} at margin {r.margin:g}"
+                p = "" if pd.isna(r.p_value) else f", p = {r.p_value:.3g}"
+                line += f"; delta {r.delta:+.3f}{dci}{p}"
+            if r.role == "judge" and r.status:
+                line += f"; {r.status} at margin {r.margin:g}: {r.reasons}"
             if r.note:
                 line += f"  note: {r.note}"
             lines.append(line)

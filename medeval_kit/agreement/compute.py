@@ -18,9 +18,10 @@ from medeval_kit.agreement.icc import icc_forms, icc_stat
 from medeval_kit.agreement.registry import Coefficient, Options
 from medeval_kit.agreement.result import AgreementResult, check_ci, finish
 from medeval_kit.agreement.weights import check_marginals, check_weight_basis, is_unweighted, weights_for
+from medeval_kit.stats import MIN_CI_ITEMS, ci_not_computed
 
 __all__ = ["agreement", "agreement_many", "build", "effective_weights", "public_function", "icc",
-           "fleiss_kappa_by_category"]
+           "fleiss_kappa_by_category", "ci_rule", "finish_with_rules"]
 
 
 def effective_weights(coef: Coefficient, weights):
@@ -43,6 +44,70 @@ def build(coef: Coefficient | str, data: Data, *, weights=None, weight_basis: st
         return compact(st, *data.row_groups()), note
     st, note = coef.fn(data, Options(w, fleiss_marginals))
     return compact(st, *data.row_groups()), "; ".join(n for n in (note, wnote) if n)
+
+
+_LARGE_SAMPLE = ("normal interval",)
+"""Analytic intervals (by their ``ci_method``) that rest on a large-sample SE: the bootstrap's item floor applies."""
+
+
+def ci_rule(metric: str, st: Stat, *, n_boot: int, ci_method: str) -> tuple[int, str, str]:
+    """The interval an agreement result gets: ``(n_boot, ci_method, note)`` to hand to :func:`finish`.
+
+    The two rules every coefficient's CI follows, in one place:
+
+    * ``n_boot=0`` gives the analytic interval where the coefficient has one (whatever ``ci_method``:
+      no bootstrap method works without resamples), else no CI and a note saying so;
+    * no bootstrap CI (percentile, BCa) from fewer than :data:`~medeval_kit.stats.MIN_CI_ITEMS` items
+      (``"CI not computed: n_items = 4 < 10"``), and no large-sample analytic one either (the normal
+      interval of Fleiss, Cohen & Everitt's SE of kappa). Intervals valid at small n keep their own
+      conditions: Wilson's score interval, the ICCs' exact F intervals, Fisher's z (n > 3).
+      :func:`~medeval_kit.agreement.engine.replicates` also refuses to resample such statistics, so the
+      designs', ceilings' and ensembles' bootstraps obey the same floor.
+
+    Parameters
+    ----------
+    metric : str
+        The result's name, for the note.
+    st : Stat
+        The statistic (its ``n_items`` and whether it has an ``analytic`` interval).
+    n_boot, ci_method : int, str
+        What the caller asked for.
+
+    Returns
+    -------
+    tuple of (int, str, str)
+        The ``n_boot`` and ``ci_method`` to use and a note ("" when the asked interval is made).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> st = Stat(np.ones((4, 1)), lambda S: S[:, 0], 4)
+    >>> ci_rule("x", st, n_boot=1000, ci_method="percentile")
+    (0, 'percentile', 'CI not computed: n_items = 4 < 10')
+    """
+    est = point(st) if st.n_items > 0 else np.nan
+    if not np.isfinite(est):
+        return n_boot, ci_method, ""  # undefined: finish says why
+    if not n_boot or n_boot <= 0:
+        if st.analytic is None:
+            return 0, "percentile", f"no CI: n_boot=0 and {metric} has no analytic interval"
+        ci_method = "analytic"
+    few = ci_not_computed(st.n_items)
+    if not few:
+        return n_boot, ci_method, ""
+    if ci_method == "analytic" and st.analytic is not None:
+        how = st.analytic(st.totals(), est, 0.95)[2]
+        return (0, "percentile", few) if any(k in how for k in _LARGE_SAMPLE) else (n_boot, ci_method, "")
+    return (0, "percentile", few) if n_boot > 0 else (n_boot, ci_method, "")
+
+
+def finish_with_rules(metric: str, st: Stat, *, n_boot: int, ci_method: str, note: str = "",
+                      **kw) -> AgreementResult:
+    """:func:`~medeval_kit.agreement.result.finish` under :func:`ci_rule` (the keywords of ``finish``)."""
+    check_ci(ci_method, kw.get("confidence", 0.95))
+    n_boot, ci_method, why = ci_rule(metric, st, n_boot=n_boot, ci_method=ci_method)
+    return finish(metric, st, n_boot=n_boot, ci_method=ci_method,
+                  note="; ".join(n for n in (note, why) if n), **kw)
 
 
 def _level(coef: Coefficient, weights) -> str:
@@ -85,7 +150,12 @@ def agreement(
     Two raters give the two-rater form; more give the many-rater form (Light's mean pairwise
     kappa for ``cohen_kappa``; Fleiss for ``scott_pi``). ``accuracy``/``macro_f1`` treat the first
     of ``raters`` as the reference. ``categories`` declares the labels (in order for ordinal data).
-    CIs resample items.
+    CIs resample items (``ci_method`` ``"percentile"`` or ``"bca"``, ``n_boot`` resamples) or are
+    analytic (``"analytic"``: Wilson for proportions, Fleiss-Cohen-Everitt for Cohen's kappa, Fisher z
+    for correlations, F intervals for ICCs; the bootstrap for coefficients without one). ``n_boot=0``
+    gives the analytic interval where the coefficient has one, else no CI (the note says so). No bootstrap
+    or large-sample CI is computed from fewer than 10 items (:data:`~medeval_kit.stats.MIN_CI_ITEMS`; see
+    :func:`ci_rule`).
 
     ``weights`` (chance-corrected coefficients, percent agreement): None, ``"linear"``,
     ``"quadratic"`` or a K x K agreement-weight matrix in ``categories`` order (symmetric, 1 on the
@@ -175,10 +245,11 @@ def agreement_many(
             out.append(b)
             continue
         coef, w, lv, data, st, note = b
-        out.append(finish(_result_name(coef, w), st, n_raters=len(data.raters), n_missing=data.n_missing,
-                          raters=data.raters, level=lv, n_boot=n_boot, confidence=confidence,
-                          ci_method=ci_method, seed=seed, note=note, reps=reps.get(id(st)),
-                          n_failed=st.n_rows - st.n_items if coef.family == "icc" else 0))
+        out.append(finish_with_rules(_result_name(coef, w), st, n_raters=len(data.raters),
+                                     n_missing=data.n_missing, raters=data.raters, level=lv, n_boot=n_boot,
+                                     confidence=confidence, ci_method=ci_method, seed=seed, note=note,
+                                     reps=reps.get(id(st)),
+                                     n_failed=st.n_rows - st.n_items if coef.family == "icc" else 0))
     return out
 
 
@@ -188,8 +259,8 @@ def _shared_replicates(stats: list[Stat], *, n_boot: int, confidence: float, ci_
     check_ci(ci_method, confidence)
     if not n_boot or n_boot <= 0:
         return {}
-    need = [st for st in stats if st.n_items > 0 and not (ci_method == "analytic" and st.analytic is not None)
-            and np.isfinite(point(st))]
+    need = [st for st in stats if st.n_items >= MIN_CI_ITEMS
+            and not (ci_method == "analytic" and st.analytic is not None) and np.isfinite(point(st))]
     out: dict[int, np.ndarray] = {}
     for n in {st.n_rows for st in need}:
         same = [st for st in need if st.n_rows == n]
@@ -268,8 +339,9 @@ def fleiss_kappa_by_category(
             note = f"category {cat!r} never used: kappa_j undefined"
         elif n_used == used.sum():
             note = f"category {cat!r} is the only one used: kappa_j undefined"
-        res = finish("fleiss_kappa_j", st, n_raters=len(data.raters), n_missing=data.n_missing, raters=data.raters,
-                     level="nominal", n_boot=n_boot, confidence=confidence, ci_method=ci_method, seed=seed, note=note)
+        res = finish_with_rules("fleiss_kappa_j", st, n_raters=len(data.raters), n_missing=data.n_missing,
+                                raters=data.raters, level="nominal", n_boot=n_boot, confidence=confidence,
+                                ci_method=ci_method, seed=seed, note=note)
         frames.append(res.to_frame().drop(columns=["metric", "n_raters", "n_missing", "raters", "level"])
                       .assign(category=cat))
     cols = ["category", "estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed", "note"]

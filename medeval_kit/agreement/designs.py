@@ -42,16 +42,20 @@ from medeval_kit.agreement.data import AgreementError, count_matrix, prepare
 from medeval_kit.agreement.engine import Stat, mean_stat, point, pooled_stat, replicates
 from medeval_kit.agreement.forms import pair_stat
 from medeval_kit.agreement.panel import resolve_panel
+from medeval_kit.agreement.verdicts import join_reasons, label_gate, noninferiority_verdict
 from medeval_kit.stats import interval, percentile_interval
 
-__all__ = ["DESIGNS", "AVERAGES", "MIN_ITEMS_PER_HUMAN", "judge_vs_humans", "compare_designs"]
+__all__ = ["DESIGNS", "AVERAGES", "MIN_ITEMS_PER_HUMAN", "MIN_SHARE_IN_MEAN", "judge_vs_humans", "compare_designs",
+           "choose_average"]
 
 DESIGNS = ("loo", "pooled", "medqade")
 AVERAGES = ("auto", "humans", "instances")
 PAIR_WEIGHTS = ("item", "pair")
-# "auto" averages over humans when every human has at least this many comparisons, else pools
-# the (human, item) instances: a kappa on a handful of items is too noisy to average.
+# "auto" averages over the humans with at least MIN_ITEMS_PER_HUMAN comparisons when they hold at least
+# MIN_SHARE_IN_MEAN of the (human, item) instances, else pools the instances: a kappa on a handful of items is
+# too noisy to average, and a share (unlike a count of raters) does not flip for one extra rater (choose_average).
 MIN_ITEMS_PER_HUMAN = 30
+MIN_SHARE_IN_MEAN = 0.9
 _NAN = float("nan")
 
 
@@ -99,8 +103,14 @@ def judge_vs_humans(
     confidence: float = 0.95,
     seed: int = 0,
     source: str | None = None,
+    accept_label_warnings: bool = False,
 ) -> JudgeComparison:
     """Each judge against the humans, scored exactly like a held-out human (see the module docstring).
+
+    The labels are checked first (:func:`~medeval_kit.agreement.verdicts.label_gate`): labels that
+    differ only by case, ``NA`` used as a label, numbers but for a few, or a label used once or by one
+    rater only make every judge's ``status`` ``invalid`` with the finding in ``reasons``, unless
+    ``accept_label_warnings=True`` (or ``categories`` declares the labels).
 
     Humans come from ``humans`` or the ``rater_kind`` column (values ``human`` / ``llm``); never
     guessed. Judges default to every other rater. ``metric`` is any pairwise registered coefficient.
@@ -108,7 +118,13 @@ def judge_vs_humans(
     judge with the result contract (``estimate``, CI, ``n_items`` ...), ``n_pairs``, ``delta`` =
     judge − humans with its paired-bootstrap CI, ``p_value`` (two-sided, H0: Δ = 0) and
     ``p_noninferiority`` (H0: Δ ≤ −``margin``; ``noninferior`` when the lower CI bound of Δ is above
-    −margin). Items without a consensus (ties) are counted in ``n_ties``.
+    −margin). Each judge row has a verdict: ``status`` (pass / fail / inconclusive / not_testable),
+    ``rule`` in words and ``reasons`` (:mod:`medeval_kit.agreement.verdicts`); ``p_noninferiority`` is
+    read from the same replicates as the CI, so ``p_noninferiority < (1 - confidence) / 2`` exactly
+    when the verdict is pass. Items without a consensus (ties) are counted in ``n_ties``. Under
+    ``"loo"``, ``average="auto"`` averages over the humans with >= 30 items when they hold >= 90% of
+    the (human, item) instances, else pools the instances (:func:`choose_average`); the choice and
+    its reason are in ``design_note`` and the humans row's ``note``.
 
     >>> from medeval_kit.datasets.synthetic import synthetic_panel
     >>> res = judge_vs_humans(synthetic_panel(n_items=200, seed=1), n_boot=200)
@@ -119,9 +135,11 @@ def judge_vs_humans(
     humans, judges = resolve_panel(df, humans, judges, rater=rater, rater_kind=rater_kind,
                                    min_humans=1 if design == "medqade" else 2, source=source)
     if design == "medqade":
-        return medqade_comparison(df, humans, judges, metric=metric, item=item, rater=rater, label=label,
-                                  categories=categories, rule=rule, tie_policy=tie_policy, abstain=abstain,
-                                  margin=margin, n_boot=n_boot, confidence=confidence, seed=seed)
+        res = medqade_comparison(df, humans, judges, metric=metric, item=item, rater=rater, label=label,
+                                 categories=categories, rule=rule, tie_policy=tie_policy, abstain=abstain,
+                                 margin=margin, n_boot=n_boot, confidence=confidence, seed=seed)
+        return label_gate(res, df, label=label, rater=rater, raters=humans + judges, categories=categories,
+                          accept_label_warnings=accept_label_warnings)
     data = prepare(df, item=item, rater=rater, label=label, raters=humans + judges, categories=categories,
                    level="ordinal" if weights else "nominal", source=source)
     codes = abstain_codes(data, abstain)
@@ -139,7 +157,10 @@ def judge_vs_humans(
     if not judges:
         table["note"] = [f"{n}; no judge in the table: only the humans' level" if n else
                          "no judge in the table: only the humans' level" for n in table["note"]]
-    return JudgeComparison(table, details, design, metric, ci_method, tuple(humans), tuple(judges))
+    res = JudgeComparison(table, details, design, metric, ci_method, tuple(humans), tuple(judges),
+                          design_note=sides["humans"].get("design_note", ""))
+    return label_gate(res, df, label=label, rater=rater, raters=humans + judges, categories=categories,
+                      accept_label_warnings=accept_label_warnings)
 
 
 # --------------------------------------------------------------------------- leave-one-out
@@ -147,9 +168,8 @@ def judge_vs_humans(
 
 def _loo_components(codes, K, H, J, humans, judges, metric, weights, rule, tie_policy, rng):
     """Per human h: h vs the others' consensus, and each judge (and h) vs that consensus on the judge's items."""
-    hum_stats, judge_stats, rows = [], {j: [] for j in J}, []
+    hum_stats, judge_stats, rows, used = [], {j: [] for j in J}, [], []
     counts = dict(n_ties=0, n_alone=0)
-    used_items = np.zeros(len(codes), bool)
     for k, h in zip(H, humans):
         cons, n_votes, _ = vote(codes[:, [o for o in H if o != k]], K, rule, tie_policy, rng)
         lab = codes[:, k] >= 0
@@ -157,7 +177,7 @@ def _loo_components(codes, K, H, J, humans, judges, metric, weights, rule, tie_p
         counts["n_ties"] += int(ties.sum())
         counts["n_alone"] += int((lab & (n_votes == 0)).sum())
         ref = np.where(lab & (cons >= 0), cons, -1)
-        used_items |= ref >= 0
+        used.append(ref >= 0)
         st_h = pair_stat(metric, ref, codes[:, k], K, weights)
         hum_stats.append(st_h)
         row = dict(human=h, n_items=st_h.n_items, n_ties=int(ties.sum()), human_estimate=_point(st_h))
@@ -168,46 +188,113 @@ def _loo_components(codes, K, H, J, humans, judges, metric, weights, rule, tie_p
             row[f"{name}_estimate"] = _point(st_j)
             row[f"{name}_n_items"] = st_j.n_items
         rows.append(row)
-    return hum_stats, judge_stats, rows, counts, int(used_items.sum())
+    return hum_stats, judge_stats, rows, counts, used
+
+
+def _listed(pairs: list[str], limit: int = 10) -> str:
+    """``a (1 item), b (5 items)``, the first ``limit`` and how many more (the count is the rest, exactly)."""
+    more = f" and {len(pairs) - limit} more (see details)" if len(pairs) > limit else ""
+    return ", ".join(pairs[:limit]) + more
+
+
+def choose_average(sizes: Sequence[int], average: str = "auto") -> tuple[str, np.ndarray, str]:
+    """How leave-one-out aggregates the per-human components, which humans enter, and why (in words).
+
+    ``average="auto"`` takes the mean over humans when the humans with at least
+    :data:`MIN_ITEMS_PER_HUMAN` comparisons hold at least :data:`MIN_SHARE_IN_MEAN` of all the
+    (human, item) comparisons and are at least two; the humans below the minimum are then left
+    out of the mean. Otherwise it pools the instances of every human. A rule on a *share of
+    instances*, not on a count of raters: one extra rater with one item adds one instance to the
+    total (N), which moves the share by less than 1/N, so it can flip the choice only on a panel
+    already within one instance of the 90% line (never on one where every rater has >= 30 items),
+    and that rater is left out of the mean (his label still enters the others' consensus on his item).
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        Comparisons (items with a reference) per human.
+    average : {"auto", "humans", "instances"}
+        ``"humans"`` averages every human (as asked), ``"instances"`` pools every human.
+
+    Returns
+    -------
+    (str, numpy.ndarray, str)
+        ``"humans"`` or ``"instances"``, a boolean mask of the humans that enter, and why.
+
+    Examples
+    --------
+    >>> how, used, why = choose_average([200, 180, 150, 1])
+    >>> how, used.tolist()
+    ('humans', [True, True, True, False])
+    >>> choose_average([8, 5, 7, 6])[0]
+    'instances'
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    total = int(sizes.sum())
+    big = sizes >= MIN_ITEMS_PER_HUMAN
+    share = float(sizes[big].sum() / total) if total else 0.0
+    held = (f"the {int(big.sum())} human(s) with >= {MIN_ITEMS_PER_HUMAN} items hold {share:.1%} of the {total} "
+            f"(human, item) instances")
+    if average == "humans":
+        return "humans", np.ones(len(sizes), bool), "average='humans' was asked for"
+    if average == "instances":
+        return "instances", np.ones(len(sizes), bool), "average='instances' was asked for"
+    if share >= MIN_SHARE_IN_MEAN and big.sum() >= 2:
+        return "humans", big, f"{held} (>= {MIN_SHARE_IN_MEAN:.0%})"
+    why = (f"{held} (< {MIN_SHARE_IN_MEAN:.0%})" if share < MIN_SHARE_IN_MEAN else
+           f"fewer than 2 humans have >= {MIN_ITEMS_PER_HUMAN} items")
+    return "instances", np.ones(len(sizes), bool), why
 
 
 def _loo(codes, K, H, J, humans, judges, metric, weights, rule, tie_policy, average, rng):
     """Per-human components aggregated over humans (mean) or instances (pooled features)."""
-    hum_stats, judge_stats, rows, counts, n = _loo_components(codes, K, H, J, humans, judges, metric, weights, rule,
-                                                              tie_policy, rng)
+    hum_stats, judge_stats, rows, counts, used = _loo_components(codes, K, H, J, humans, judges, metric, weights,
+                                                                 rule, tie_policy, rng)
     sizes = [s.n_items for s in hum_stats]
-    how = average if average != "auto" else ("humans" if min(sizes) >= MIN_ITEMS_PER_HUMAN else "instances")
+    how, enter, why = choose_average(sizes, average)
     note_how = (f"mean over humans of each human's {metric}" if how == "humans" else
                 f"{metric} on the pooled (human, item) instances")
-    defined = [i for i, s in enumerate(hum_stats) if np.isfinite(_point(s))] if how == "humans" else list(range(len(H)))
-    skipped = len(hum_stats) - len(defined)
-    if not defined:
+    small = [f"{humans[i]} ({sizes[i]} item{'s' if sizes[i] != 1 else ''})" for i in np.flatnonzero(~enter)]
+    undefined = [i for i in np.flatnonzero(enter) if how == "humans" and not np.isfinite(_point(hum_stats[i]))]
+    idx = [i for i in np.flatnonzero(enter) if i not in undefined]
+    if not idx:
         raise AgreementError(f"{metric} is undefined for every human against the others' consensus "
                              "(too few items, or a single category used)")
+    n = int(np.any([used[i] for i in idx], axis=0).sum())
 
     def agg(sts, n_items):
         if how == "humans":
-            return mean_stat([sts[i] for i in defined], n_items, skip_undefined=True)
-        return pooled_stat(sts, n_items)
+            return mean_stat([sts[i] for i in idx], n_items, skip_undefined=True)
+        return pooled_stat([sts[i] for i in idx], n_items)
 
-    notes = [f"leave-one-out: {note_how}"]
-    if skipped:
-        notes.append(f"{skipped} human(s) with an undefined {metric} left out of the mean")
+    design_note = f"{note_how}, because {why}" + (
+        f"; {len(small)} human(s) with fewer than {MIN_ITEMS_PER_HUMAN} items left out of the mean: {_listed(small)}"
+        if small else "")
+    notes = [f"leave-one-out: {design_note}"]
+    if undefined:
+        notes.append(f"{len(undefined)} human(s) with an undefined {metric} left out of the mean")
     if counts["n_ties"]:
         notes.append(f"{counts['n_ties']} (human, item) instances without a consensus of the others (ties) left out")
     if counts["n_alone"]:
         notes.append(f"{counts['n_alone']} (human, item) instances with no other human left out")
-    sides = {"humans": dict(stat=agg(hum_stats, n), n_pairs=int(sum(sizes)), n_ties=counts["n_ties"],
-                            note="; ".join(notes), n_humans=len(H) - skipped)}
+    sides = {"humans": dict(stat=agg(hum_stats, n), n_pairs=int(sum(sizes[i] for i in idx)),
+                            n_ties=counts["n_ties"], note="; ".join(notes), n_humans=len(idx),
+                            design_note=design_note)}
     for j, name in zip(J, judges):
         sj = [a for a, _ in judge_stats[j]]
-        n_j = int(np.any([st.F.sum(1) > 0 for st in sj], axis=0).sum())
+        n_j = int(np.any([sj[i].F.sum(1) > 0 for i in idx], axis=0).sum())
         jnote = ("" if n_j >= n else
                  f"the judge labelled {n_j} of the {n} items; delta compares the humans on those items only")
         sides[name] = dict(stat=agg(sj, n_j), ref=agg([b for _, b in judge_stats[j]], n_j),
-                           n_pairs=int(sum(s.n_items for s in sj)), n_ties=counts["n_ties"], note=jnote,
-                           n_humans=len(H) - skipped)
-    return sides, pd.DataFrame(rows), how
+                           n_pairs=int(sum(sj[i].n_items for i in idx)), n_ties=counts["n_ties"], note=jnote,
+                           n_humans=len(idx))
+    details = pd.DataFrame(rows)
+    if len(details):
+        details["in_mean"] = [i in idx for i in range(len(H))]
+        details["left_out"] = ["" if i in idx else
+                               f"undefined {metric}" if i in undefined else
+                               f"fewer than {MIN_ITEMS_PER_HUMAN} items" for i in range(len(H))]
+    return sides, details, how
 
 
 # --------------------------------------------------------------------------- pooled pairs
@@ -244,15 +331,22 @@ def _pooled(codes, K, H, J, judges, metric, weights, pair_weights):
 # --------------------------------------------------------------------------- the table
 
 
-def _delta(row: dict, d: np.ndarray, n_boot: int, confidence: float, margin: float) -> None:
-    """Add Δ's percentile CI, p-values and the non-inferiority verdict from paired replicates ``d``."""
+def verdict_columns(row: dict, d: np.ndarray | None, n_boot: int, confidence: float, margin: float) -> None:
+    """Add Δ's percentile CI, p-values and the verdict (status, rule, reasons) from paired replicates ``d``.
+
+    The verdict and ``p_noninferiority`` come from the same replicates (see
+    :func:`~medeval_kit.agreement.verdicts.noninferiority_verdict`); the CI decides.
+    """
+    d = np.asarray([] if d is None else d, float)
     d = d[np.isfinite(d)]
-    if len(d) < 2:
-        return
-    row["delta_ci_low"], row["delta_ci_high"] = percentile_interval(d, confidence=confidence)
-    row.update(paired_p_values(d, margin))
-    row["noninferior"] = bool(row["delta_ci_low"] > -margin)
-    if len(d) < n_boot:
+    if len(d) >= 2:
+        row["delta_ci_low"], row["delta_ci_high"] = percentile_interval(d, confidence=confidence)
+        row["p_value"] = paired_p_values(d, margin)["p_value"]
+    v = noninferiority_verdict(d, row.get("delta", _NAN), margin, confidence, int(row.get("n_items") or 0),
+                               n_boot=n_boot)
+    row.update(status=v["status"], rule=v["rule"], reasons=join_reasons(v["reasons"]), noninferior=v["noninferior"],
+               p_noninferiority=v.get("p_noninferiority", _NAN))
+    if n_boot and 0 < len(d) < n_boot:
         row["note"] = "; ".join(x for x in (row["note"], f"{n_boot - len(d)} of {n_boot} resamples "
                                             "undefined and dropped") if x)
 
@@ -276,8 +370,8 @@ def _assemble(sides, judges, design, metric, margin, n_boot, confidence, seed, h
         row = dict(role="judge", rater=j, estimate=ests[a], ci_low=lo, ci_high=hi, n_items=s["stat"].n_items,
                    n_pairs=s["n_pairs"], n_humans=s["n_humans"], n_ties=s["n_ties"], delta=ests[a] - ests[b],
                    note=s["note"])
-        if n_boot and np.isfinite(row["delta"]):
-            _delta(row, reps[:, a] - reps[:, b], n_boot, confidence, margin)
+        verdict_columns(row, reps[:, a] - reps[:, b] if n_boot and np.isfinite(row["delta"]) else None, n_boot,
+                        confidence, margin)
         rows.append(row)
     out = pd.DataFrame(rows).assign(design=design if design != "loo" else f"loo ({how})", metric=metric,
                                     margin=margin)

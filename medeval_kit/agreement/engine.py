@@ -11,6 +11,10 @@ cells, count vectors, coincidence matrices, ANOVA sums). A :class:`Stat` is ther
   product, no Python loop over resamples);
 * jackknife (leave-one-item-out) replicates for BCa are ``fn(F.sum(0) - F)``.
 
+A statistic that rests on fewer than :data:`medeval_kit.stats.MIN_CI_ITEMS` items (``n_items``) is never
+resampled: :func:`replicates` gives it NaN replicates, so no agreement CI (a coefficient's, a design's,
+a ceiling's, an ensemble's) comes from fewer items than the bootstrap supports, whoever asks.
+
 Items with the same labels have the same features, so a statistic may hold only the distinct rows:
 with ``groups`` (item -> row of ``F``, see :func:`compact`) the sums become ``counts @ F`` with
 ``counts`` how often each row's items were drawn. On 100,000 items and 10 raters with 3 labels that
@@ -30,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from medeval_kit.stats import item_draws
+from medeval_kit.stats import MIN_CI_ITEMS, item_draws
 
 __all__ = ["Stat", "safe_div", "replicates", "point", "jackknife", "mean_stat", "pooled_stat", "compact",
            "row_groups", "shrinks"]
@@ -167,7 +171,10 @@ def _one_blas_thread():
 
 
 def replicates(stats: Sequence[Stat], n_boot: int, seed, chunk: int | None = None) -> np.ndarray:
-    """Bootstrap replicates (n_boot, len(stats)), all stats resampled with the same item draws."""
+    """Bootstrap replicates (n_boot, len(stats)), all stats resampled with the same item draws.
+
+    A statistic on fewer than ``MIN_CI_ITEMS`` items gets NaN replicates (the draws of the others are
+    the same with or without it)."""
     n = stats[0].n_rows
     if any(st.n_rows != n for st in stats):
         raise ValueError(f"statistics on different item axes ({sorted({st.n_rows for st in stats})} items)")
@@ -175,7 +182,9 @@ def replicates(stats: Sequence[Stat], n_boot: int, seed, chunk: int | None = Non
     chunk = chunk or max(1, min(n_boot, int(_CHUNK_CELLS // max(n, 1))))
     out = np.empty((n_boot, len(stats)))
     # integer features (contingency cells) multiply in float32 at half the cost, with the same exact sums
-    f32 = {j: st.F.astype(np.float32) for j, st in enumerate(stats) if not st.rank and _exact_in_float32(st.F, n)}
+    few = {j for j, st in enumerate(stats) if st.n_items < MIN_CI_ITEMS}
+    f32 = {j: st.F.astype(np.float32) for j, st in enumerate(stats)
+           if j not in few and not st.rank and _exact_in_float32(st.F, n)}
     pos = 0
     with _one_blas_thread():
         while pos < n_boot:
@@ -183,6 +192,9 @@ def replicates(stats: Sequence[Stat], n_boot: int, seed, chunk: int | None = Non
             idx = item_draws(n, b, rng)
             counts: dict[tuple, np.ndarray] = {}  # one count matrix per item grouping (and float type), shared
             for j, st in enumerate(stats):
+                if j in few:
+                    out[pos : pos + b, j] = np.nan
+                    continue
                 if st.rank:
                     out[pos : pos + b, j] = [_rank_rows(st, row) for row in idx]
                     continue

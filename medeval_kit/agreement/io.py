@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.agreement.panel import StudyInputs, resolve_panel
-from medeval_kit.datasets._io import read_table
+from medeval_kit.datasets._io import read_table, sniff_text_file
 from medeval_kit.errors import SchemaError
 
-__all__ = ["LabelWarning", "check_labels", "read_annotations", "read_checked", "read_text_table", "user_study"]
+__all__ = ["LabelWarning", "LabelNote", "MISSING_TOKENS", "check_labels", "read_annotations", "read_checked",
+           "read_text_table", "user_study"]
 
 
 class LabelWarning(UserWarning):
@@ -57,18 +58,141 @@ def _values(s: pd.Series):
     return s.array if isinstance(s.dtype, pd.StringDtype) else s.to_numpy()
 
 
-def check_labels(
-    df: pd.DataFrame, *, label: str = "label", normalize: bool = False
-) -> tuple[pd.DataFrame, list[str]]:
-    """Return ``(df, notes)``: notes name labels that differ only by case or white space.
+class LabelNote(str):
+    """One finding of the label checks: its text, its ``kind`` and whether it is ``blocking``.
 
-    With ``normalize=True`` each such group becomes its most frequent spelling (trimmed), and the
-    note says so; otherwise the labels are left as they are and the note says how to merge them.
-
-    >>> t = pd.DataFrame({"label": ["Correct", "correct ", "Correct", "wrong"]})
-    >>> check_labels(t)[1]
-    ["labels that differ only by case or white space: 'Correct' ~ 'correct ' (pass --normalize-labels / normalize_labels=True to merge them)"]
+    A blocking note means the labels cannot support a verdict as they are: a verdict command marks
+    its rows ``invalid`` and exits non-zero until the input is fixed or the user accepts the labels
+    (``--accept-label-warnings``). Kinds: ``case`` (labels differing only by case or white space),
+    ``missing_token`` (``NA``, ``nan``, ``null`` ... used as a label), ``mixed_numeric`` (numbers
+    but for a few), ``rare`` (used once), ``one_rater`` (used by a single rater, rarely), and the
+    non-blocking ``merged`` / ``trimmed`` (what ``normalize`` did).
     """
+
+    kind: str
+    blocking: bool
+
+    def __new__(cls, text: str, kind: str, blocking: bool = True):
+        obj = super().__new__(cls, text)
+        obj.kind, obj.blocking = kind, blocking
+        return obj
+
+
+# Labels that read as "no label"; declared as a category (categories=...) they are labels.
+MISSING_TOKENS = frozenset({"na", "n/a", "nan", "null", "none", "missing", "#n/a", "-", "?", "."})
+_MIN_LABELS_FOR_RARE = 10  # below this many labels, one use of a label is not evidence of a typo
+_MAX_CATEGORIES_FOR_RARE = 100  # more distinct labels than this is not a category scale: no typo report
+
+
+def _rows(mask: np.ndarray, k: int = 5) -> str:
+    idx = np.flatnonzero(mask)
+    shown = ", ".join(map(str, idx[:k])) + (" ..." if len(idx) > k else "")
+    return f"row {shown}" if len(idx) == 1 else f"rows {shown} ({len(idx)} in all)"
+
+
+def check_labels(
+    df: pd.DataFrame,
+    *,
+    label: str = "label",
+    rater: str | None = "rater",
+    normalize: bool = False,
+    categories: Sequence | None = None,
+) -> tuple[pd.DataFrame, list[LabelNote]]:
+    """Check a long annotations table's labels; return ``(df, notes)``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations, one row per (item, rater); rows are named by their position (data rows from 0).
+    label, rater : str
+        Column names. ``rater=None`` skips the one-rater check.
+    normalize : bool
+        Merge labels that differ only by case or surrounding white space into their most frequent
+        spelling (trimmed); the note then says so and does not block.
+    categories : sequence, optional
+        The declared labels. Declared labels are never "rare" or "missing-like"; labels outside them
+        are a :class:`~medeval_kit.agreement.data.UnknownLabelError` raised later by the statistics.
+
+    Returns
+    -------
+    df : DataFrame
+        ``df``, with labels merged when ``normalize``.
+    notes : list of LabelNote
+        What the checks found, each a string with ``kind`` and ``blocking``.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"label": ["Correct", "correct ", "Correct", "wrong"]})
+    >>> _, notes = check_labels(t, rater=None)
+    >>> notes[0]
+    "labels that differ only by case or white space: 'Correct' ~ 'correct ' (pass --normalize-labels / normalize_labels=True to merge them)"
+    >>> notes[0].blocking
+    True
+    """
+    df, notes = _case_notes(df, label, normalize)
+    s = df[label]
+    present = s.notna().to_numpy()
+    declared = {str(c).strip().casefold() for c in categories} if categories is not None else set()
+    vals = pd.Series(_values(s), index=df.index)
+    text_mask = np.array([isinstance(v, str) for v in vals], dtype=bool)
+    if not text_mask.any():
+        return df, notes  # numbers only: a scale; rare values are not typos
+    keys = vals[text_mask].map(lambda v: v.strip().casefold())
+    # missing-like tokens used as labels
+    for tok in [t for t in pd.unique(keys) if t in MISSING_TOKENS and t not in declared]:
+        hit = np.zeros(len(df), bool)
+        hit[np.flatnonzero(text_mask)[(keys == tok).to_numpy()]] = True
+        written = vals[hit].iloc[0]
+        notes.append(LabelNote(
+            f"label {written!r} ({_rows(hit)}) looks like a missing value: count it as missing with --missing "
+            f"{written} (missing=[{written!r}]), or declare it a label with --categories", "missing_token"))
+    # numbers but for a few
+    num = pd.to_numeric(pd.Series(pd.unique(vals[text_mask])), errors="coerce")
+    n_num = int(num.notna().sum())
+    if n_num and n_num < len(num) and n_num >= 0.8 * len(num):
+        odd = [v for v, x in zip(pd.unique(vals[text_mask]), num) if pd.isna(x)]
+        odd = [v for v in odd if v.strip().casefold() not in MISSING_TOKENS]
+        if odd:
+            hit = vals.isin(odd).to_numpy()
+            notes.append(LabelNote(
+                f"labels are numbers except {', '.join(map(repr, odd[:5]))} ({_rows(hit)}): a decimal comma "
+                "(write 3.5) or a typo? fix the file, or count them as missing with --missing", "mixed_numeric"))
+    if categories is not None or int(present.sum()) < _MIN_LABELS_FOR_RARE:
+        return df, notes
+    counts = vals[present].value_counts()
+    if not 2 <= len(counts) <= _MAX_CATEGORIES_FOR_RARE:
+        return df, notes  # one label, or free text (the statistics refuse that with their own message)
+    flagged = set()
+    once = [v for v, c in counts.items() if c == 1 and isinstance(v, str)
+            and v.strip().casefold() not in MISSING_TOKENS]
+    if once:
+        hit = vals.isin(once).to_numpy()
+        flagged.update(once)
+        notes.append(LabelNote(
+            f"label(s) used only once: {', '.join(map(repr, once[:5]))}{' ...' if len(once) > 5 else ''} "
+            f"({_rows(hit)}): a typo? fix the file, or declare the label set with --categories "
+            "(categories=[...])", "rare"))
+    if rater and rater in df.columns:
+        by = pd.DataFrame({"r": _values(df[rater]), "v": vals}).loc[present]
+        if by["r"].nunique() >= 3:
+            per = by.groupby("v", sort=False)["r"].agg(["nunique", "size", "first"])
+            own = by.groupby("r", sort=False).size()
+            lone = [v for v, r in per.iterrows() if r["nunique"] == 1 and v not in flagged and isinstance(v, str)
+                    and v.strip().casefold() not in MISSING_TOKENS
+                    and (r["size"] <= 2 or r["size"] < 0.05 * own[r["first"]])]
+            if lone:
+                hit = vals.isin(lone).to_numpy() & present
+                who = per.loc[lone, "first"].astype(str)
+                notes.append(LabelNote(
+                    "label(s) used rarely and by one rater only: "
+                    + ", ".join(f"{v!r} ({w})" for v, w in list(zip(lone, who))[:5])
+                    + f" ({_rows(hit)}): a typo? fix the file, or declare the label set with --categories "
+                    "(categories=[...])", "one_rater"))
+    return df, notes
+
+
+def _case_notes(df: pd.DataFrame, label: str, normalize: bool) -> tuple[pd.DataFrame, list[LabelNote]]:
+    """Labels that differ only by case or white space: reported (blocking), or merged when ``normalize``."""
     s = df[label]
     counts = s.value_counts(sort=False)  # first-seen order, as the notes list them
     counts = counts[[isinstance(v, str) for v in counts.index]]
@@ -89,59 +213,60 @@ def check_labels(
             best = sorted(vs, key=lambda x: (-counts[x], x))[0].strip()
             mapping.update({v: best for v in vs})
         df = df.assign(**{label: _map_distinct(s, lambda v: mapping.get(v, v) if isinstance(v, str) else v)})
-        parts = [f"merged labels that differ only by case or white space: {shown}"] if clashes else []
+        parts = [LabelNote(f"merged labels that differ only by case or white space: {shown}", "merged", False)
+                 ] if clashes else []
         if trimmed:
-            parts.append(f"trimmed white space around {len(trimmed)} label(s)")
+            parts.append(LabelNote(f"trimmed white space around {len(trimmed)} label(s)", "trimmed", False))
         return df, parts
     notes = []
     if clashes:
-        notes.append(f"labels that differ only by case or white space: {shown} "
-                     "(pass --normalize-labels / normalize_labels=True to merge them)")
+        notes.append(LabelNote(f"labels that differ only by case or white space: {shown} "
+                               "(pass --normalize-labels / normalize_labels=True to merge them)", "case"))
     if trimmed:
-        notes.append(f"label(s) with surrounding white space: {', '.join(map(repr, trimmed[:5]))} "
-                     "(--normalize-labels trims them)")
+        notes.append(LabelNote(f"label(s) with surrounding white space: {', '.join(map(repr, trimmed[:5]))} "
+                               "(--normalize-labels trims them)", "case"))
     return df, notes
 
 
-_TEXT_SEPARATORS = {".csv": ",", ".txt": ",", ".tsv": "\t"}
-
-
-def read_text_table(path: str | Path) -> pd.DataFrame:
+def read_text_table(path: str | Path, *, sep: str | None = None, encoding: str | None = None) -> pd.DataFrame:
     """The file as :func:`medeval_kit.datasets.read_table` reads it with ``text=True``; CSV/TSV through pyarrow.
 
     pyarrow parses a million-row CSV several times faster than pandas' own parser. Cells stay text
     exactly as written and an empty cell is the only missing value, as in ``read_table``; a file
-    pyarrow cannot take as that (ragged rows, duplicate or empty header names, bad encoding) goes to
-    ``read_table``, which reads it or raises its error naming the file.
+    pyarrow cannot take as that (ragged rows, duplicate or empty header names) goes to ``read_table``,
+    which reads it or raises its error naming the file. ``sep`` / ``encoding``: as in ``read_table``
+    (checked by :func:`medeval_kit.datasets.sniff_text_file` when not given).
     """
     p = Path(path)
-    sep = _TEXT_SEPARATORS.get(p.suffix.lower())
-    if sep is not None and p.is_file():
-        df = _read_csv_arrow(p, sep)
+    if p.suffix.lower() in (".csv", ".tsv", ".txt") and p.is_file():
+        lay = sniff_text_file(p, sep=sep, encoding=encoding)
+        df = _read_csv_arrow(p, lay.sep, lay.encoding)
         if df is not None and len(df):
             return df
-    return read_table(p, text=True)
+        return read_table(p, text=True, sep=lay.sep, encoding=lay.encoding)
+    return read_table(p, text=True, sep=sep, encoding=encoding)
 
 
-def _read_csv_arrow(p: Path, sep: str) -> pd.DataFrame | None:
+def _read_csv_arrow(p: Path, sep: str, encoding: str = "utf-8") -> pd.DataFrame | None:
     """Every column as text (empty cell = missing) via pyarrow, or None when pyarrow cannot read it the pandas way."""
     import csv
 
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
+    utf8 = encoding.replace("_", "-").lower() in ("utf-8", "utf8", "utf-8-sig")
     try:
-        with p.open(newline="", encoding="utf-8-sig") as fh:
+        with p.open(newline="", encoding="utf-8-sig" if utf8 else encoding) as fh:
             names = next(csv.reader(fh, delimiter=sep))
         if not names or "" in names or len(set(names)) != len(names):
             return None  # pandas renames these (Unnamed: 0, a.1): let it
         table = pacsv.read_csv(
-            p, read_options=pacsv.ReadOptions(),
+            p, read_options=pacsv.ReadOptions() if utf8 else pacsv.ReadOptions(encoding=encoding),
             parse_options=pacsv.ParseOptions(delimiter=sep, newlines_in_values=True),
             convert_options=pacsv.ConvertOptions(column_types={c: pa.string() for c in names},
                                                  strings_can_be_null=True, quoted_strings_can_be_null=True,
                                                  null_values=[""]))
-    except (StopIteration, UnicodeDecodeError, csv.Error, pa.ArrowException, OSError):
+    except (StopIteration, UnicodeError, LookupError, csv.Error, pa.ArrowException, OSError):
         return None
     if table.column_names != names or not all(pa.types.is_string(t) for t in table.schema.types):
         return None
@@ -162,9 +287,12 @@ def _read_long(
     raters: Sequence[str] | None = None,
     missing: Sequence[str] = (),
     frame: pd.DataFrame | None = None,
+    sep: str | None = None,
+    encoding: str | None = None,
 ) -> pd.DataFrame:
     p = Path(path)
-    df = read_text_table(p) if frame is None else frame  # frame: the file already read (a format reader)
+    # frame: the file already read (a format reader)
+    df = read_text_table(p, sep=sep, encoding=encoding) if frame is None else frame
     src = str(p)
     tokens = {str(t) for t in missing}
     if wide:
@@ -216,9 +344,42 @@ def read_annotations(path: str | Path, *, normalize_labels: bool = False, **kw) 
     return out
 
 
-def read_checked(path: str | Path, *, normalize_labels: bool = False, **kw) -> tuple[pd.DataFrame, list[str]]:
-    """Return ``(annotations, notes)``: :func:`read_annotations` plus the label-hygiene notes."""
-    return check_labels(_read_long(path, **kw), normalize=normalize_labels)
+def read_checked(
+    path: str | Path, *, normalize_labels: bool = False, categories: Sequence | None = None, **kw
+) -> tuple[pd.DataFrame, list[LabelNote]]:
+    """Return ``(annotations, notes)``: :func:`read_annotations` plus the label checks of :func:`check_labels`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The annotations file (it names the file in errors when ``frame`` is given).
+    normalize_labels : bool
+        Merge labels that differ only by case or surrounding white space.
+    categories : sequence, optional
+        The declared labels (they are never reported as rare or missing-like).
+    **kw
+        The keywords of :func:`read_annotations`: item, rater, label, criterion, rater_kind, wide,
+        raters, missing, frame, sep, encoding.
+
+    Returns
+    -------
+    annotations : DataFrame
+        The long layout (item, rater, label[, criterion, rater_kind]).
+    notes : list of LabelNote
+        Each with ``kind`` and ``blocking``; a blocking note means no verdict should be drawn as is.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "x.csv")
+    >>> _ = open(f, "w").write("item,rater,label\\n1,a,yes\\n1,b,Yes\\n2,a,no\\n2,b,no\\n")
+    >>> ann, notes = read_checked(f)
+    >>> [(n.kind, n.blocking) for n in notes]
+    [('case', True)]
+    """
+    df = _read_long(path, **kw)
+    return check_labels(df, normalize=normalize_labels, categories=categories,
+                        rater="rater" if "rater" in df.columns else None)
 
 
 def _names(v) -> list | None:
@@ -240,12 +401,18 @@ def user_study(
     missing=(),
     normalize_labels: bool = False,
     from_format: str | None = None,
+    categories=None,
+    sep: str | None = None,
+    encoding: str | None = None,
 ) -> StudyInputs:
     """The user's own annotations file as study inputs; who is human comes from ``humans`` or ``rater_kind``.
 
-    ``humans`` / ``judges`` / ``missing`` (label tokens meaning "no label"): lists or comma-separated
-    names. ``from_format``: ``path`` is another tool's results file (e.g. ``mtbench_human``,
-    ``healthbench``), read with :func:`medeval_kit.readers.read_format`; its tidy columns then apply.
+    ``humans`` / ``judges`` / ``missing`` (label tokens meaning "no label") / ``categories`` (the
+    declared labels): lists or comma-separated names. ``from_format``: ``path`` is another tool's
+    results file (e.g. ``mtbench_human``, ``healthbench``), read with
+    :func:`medeval_kit.readers.read_format`; its tidy columns then apply. The label checks' findings
+    are ``label_notes`` of the result, the blocking ones also ``invalid`` (pass them to
+    :func:`~medeval_kit.agreement.validate_judges` so that no verdict stands on them).
     """
     frame = None
     if from_format:
@@ -253,7 +420,9 @@ def user_study(
 
         frame = read_format(from_format, path, table="annotations")
     ann, notes = read_checked(path, item=item, rater=rater, label=label, rater_kind=rater_kind,
-                              missing=_names(missing) or (), normalize_labels=normalize_labels, frame=frame)
+                              missing=_names(missing) or (), normalize_labels=normalize_labels, frame=frame,
+                              categories=_names(categories), sep=sep or None, encoding=encoding or None)
     hum, jud = resolve_panel(ann, _names(humans), _names(judges), min_humans=1, source=str(path))
     return StudyInputs(str(path), ann.assign(criterion="overall"), hum, jud, criterion="overall",
-                       description=f"your file {path}" + (f" ({'; '.join(notes)})" if notes else ""))
+                       description=f"your file {path}" + (f" ({'; '.join(notes)})" if notes else ""),
+                       label_notes=list(notes))

@@ -117,6 +117,12 @@ class StudyInputs:
     abstain: list = field(default_factory=list)
     criterion: str = "overall"
     description: str = ""
+    label_notes: list = field(default_factory=list)
+
+    @property
+    def invalid(self) -> list[str]:
+        """The blocking label findings (:class:`~medeval_kit.agreement.io.LabelNote`): no verdict should stand on them."""
+        return [str(n) for n in self.label_notes if getattr(n, "blocking", False)]
 
     @property
     def raters(self) -> list:

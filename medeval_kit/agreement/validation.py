@@ -18,6 +18,7 @@ import pandas as pd
 from medeval_kit.agreement.alt_test import METRIC, RESULT_COLUMNS, alt_test
 from medeval_kit.agreement.coverage import equal_noise_coverage
 from medeval_kit.agreement.designs import compare_designs
+from medeval_kit.agreement.verdicts import join_reasons, mark_invalid
 from medeval_kit.errors import MedevalError
 
 __all__ = ["JudgeValidation", "validate_judges"]
@@ -42,9 +43,9 @@ class JudgeValidation:
             elif pd.isna(r.estimate) and r.note:
                 lines.append(f"{r.design:16s} {r.note}")
         for r in self.alt_test.itertuples():
-            verdict = "passes" if r.passed else "does not pass"
+            why = f": {r.reasons}" if isinstance(r.reasons, str) and r.reasons and r.status != "pass" else ""
             lines.append(f"alt-test {r.judge}: winning rate {r.estimate:.2f}, advantage probability "
-                         f"{r.advantage_probability:.2f} ({r.n_humans_tested} humans tested) -> {verdict}")
+                         f"{r.advantage_probability:.2f} ({r.n_humans_tested} humans tested) -> {r.status}{why}")
         return "\n".join(lines)
 
 
@@ -62,21 +63,61 @@ def validate_judges(
     seed: int = 0,
     coverage_reps: int = 0,
     coverage_items: int = 150,
+    invalid: Sequence[str] = (),
+    accept_label_warnings: bool = False,
 ) -> JudgeValidation:
-    """Return a :class:`JudgeValidation`: designs side by side, the Alt-Test, and (``coverage_reps`` > 0) coverage."""
+    """Return a :class:`JudgeValidation`: designs side by side, the Alt-Test, and (``coverage_reps`` > 0) coverage.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (item, rater, label).
+    humans, judges : sequence
+        Who is human and which judges to test.
+    reference, metric, margin, epsilon, abstain, n_boot, seed
+        As in :func:`~medeval_kit.agreement.compare_designs` and :func:`~medeval_kit.agreement.alt_test`.
+    coverage_reps, coverage_items : int
+        The equal-noise simulation (0 skips it).
+    invalid : sequence of str
+        Findings that make every verdict ``invalid`` (e.g. the blocking label notes of
+        :func:`~medeval_kit.agreement.user_study` read from the file as written).
+    accept_label_warnings : bool
+        Keep the verdicts although the label checks found problems.
+
+    Returns
+    -------
+    JudgeValidation
+        ``designs`` and ``alt_test`` carry each judge's ``status``, ``rule`` and ``reasons``.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_panel
+    >>> v = validate_judges(synthetic_panel(n_items=60, seed=1), ["h1", "h2", "h3"], ["llm1"], n_boot=100)
+    >>> sorted(set(v.designs["design"]))[:1]
+    ['loo (humans)']
+    """
     designs = compare_designs(df, humans, judges, reference=reference, metric=metric, margin=margin,
-                              abstain=abstain, n_boot=n_boot, seed=seed)
+                              abstain=abstain, n_boot=n_boot, seed=seed, accept_label_warnings=accept_label_warnings)
     try:
-        res = alt_test(df[df["label"].notna()], list(humans), list(judges), epsilon=epsilon)
+        res = alt_test(df[df["label"].notna()], list(humans), list(judges), epsilon=epsilon,
+                       accept_label_warnings=accept_label_warnings)
+        if invalid and not accept_label_warnings:
+            res = mark_invalid(res, "; ".join(map(str, invalid)))
         alt, details = res.to_frame(), res.details
     except MedevalError as exc:
         alt = pd.DataFrame([{c: pd.NA for c in RESULT_COLUMNS} | {
             "judge": j, "metric": METRIC, "ci_method": "", "n_items": 0, "n_failed": 0, "epsilon": epsilon,
-            "n_humans_tested": 0, "passed": False, "note": f"alt-test not applicable: {exc}"} for j in judges],
-            columns=RESULT_COLUMNS)
+            "n_humans_tested": 0, "passed": False, "status": "not_testable", "reasons": f"not applicable: {exc}",
+            "note": f"alt-test not applicable: {exc}"} for j in judges], columns=RESULT_COLUMNS)
         alt[["estimate", "ci_low", "ci_high", "advantage_probability"]] = float("nan")
         details = pd.DataFrame()
     coverage = (equal_noise_coverage(coverage_reps, n_items=coverage_items, n_boot=min(n_boot, 500), seed=seed,
                                      progress=True)
                 if coverage_reps > 0 else pd.DataFrame())
+    if invalid and not accept_label_warnings:
+        sel = designs["role"].eq("judge")
+        designs.loc[sel, "status"] = "invalid"
+        designs.loc[sel, "noninferior"] = False
+        designs.loc[sel, "reasons"] = [join_reasons([f"invalid input: {'; '.join(map(str, invalid))}", r])
+                                       for r in designs.loc[sel, "reasons"]]
     return JudgeValidation(designs, alt, details, coverage)

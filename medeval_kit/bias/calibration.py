@@ -167,11 +167,24 @@ def _method_weights(g: pd.DataFrame, method: str, reviewed: np.ndarray, ref: np.
     raise ParameterError(f"unknown method {method!r}; choose from {list(METHODS)}")
 
 
+_QUEUE_DIGITS = 12
+"""Entropy and |margin| are compared to this many significant digits: values equal up to float noise
+(1/3 summed one way gives 0.33333333333333331, another way 0.33333333333333337) tie, and the next key decides."""
+
+
+def _rounded(x: np.ndarray, digits: int = _QUEUE_DIGITS) -> np.ndarray:
+    """``x`` rounded to ``digits`` significant digits (inf and NaN kept)."""
+    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(x, float)])
+
+
 def _queue_order(g: pd.DataFrame) -> np.ndarray:
-    """Positions of ``g``'s rows in review order: failed first, then entropy high to low, |margin| low to high, item."""
+    """Positions of ``g``'s rows in review order: failed first, then entropy high to low, |margin| low to high, item.
+
+    Entropy and |margin| are rounded to 12 significant digits before they are compared, so a tie in exact
+    arithmetic is a tie here and goes on to the next key (never to the last bits of a float)."""
     failed = g["resolution"].ne("calibrated").to_numpy()
-    ent = g["entropy"].fillna(np.inf).to_numpy(float)
-    marg = g["margin"].abs().fillna(0.0).to_numpy(float)
+    ent = _rounded(g["entropy"].fillna(np.inf).to_numpy(float))
+    marg = _rounded(g["margin"].abs().fillna(0.0).to_numpy(float))
     return np.lexsort((g["item"].to_numpy(str), marg, -ent, ~failed))
 
 
@@ -287,7 +300,8 @@ def review_queue(calibrated: pd.DataFrame, *, top: int | None = None) -> pd.Data
     """The items to send to a physician first, per judge and criterion: judge failures, then highest BPDE.
 
     Ties in entropy go to the smaller |margin| (the judge's averaged scores closer together), then the
-    item id. Columns: ``judge``, ``criterion``, ``rank`` (1 = first to review), ``item``, ``reason``
+    item id; entropy and |margin| are compared to 12 significant digits, so values that differ only by
+    float rounding tie. Columns: ``judge``, ``criterion``, ``rank`` (1 = first to review), ``item``, ``reason``
     (``judge failed`` / ``uncertain`` / ``certain`` when the entropy is 0), ``entropy``, ``margin``,
     ``mec_bpc`` (the calibrated verdict), ``p_a``, ``p_b``, ``p_tie``, ``n_ok``, ``n_failed``. ``top`` keeps
     the first ``top`` items of each group.

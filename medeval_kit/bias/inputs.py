@@ -11,29 +11,233 @@ import pandas as pd
 
 from medeval_kit.bias._common import rows_of
 from medeval_kit.errors import DataFileError, SchemaError
-from medeval_kit.pairwise import MODEL_LABELS, ORDERS, SLOT_LABELS, to_slot, unswap
+from medeval_kit.pairwise import ORDERS, SLOT_LABELS, to_slot, unswap
 from medeval_kit.schemas import validate
 
 __all__ = ["read_judgments", "check_pairwise", "pairwise_from_annotations", "pairwise_to_response_scores",
-           "user_judgments"]
+           "user_judgments", "VERDICT_TERMS", "MODEL_TERMS", "model_terms", "guess_verdict_terms",
+           "verdict_terms_advice", "nothing_left_to_score"]
 
 _TABLE = "judgments"
 
+# --------------------------------------------------------------------------- verdict vocabularies
+VERDICT_TERMS = {
+    "slot": "the presented slot that won: first, second, tie or neither (any case)",
+    "model": "the model that won: A or B as written (upper case), tie or neither",
+    "model-any-case": "the model that won: A or B in any case (a, b), tie or neither",
+    "arena": "the model that won in Chatbot Arena / MT-bench words: model_a, model_b, tie, tie (bothbad) or "
+             "neither (any case)",
+}
+"""The verdict vocabularies (``verdict_terms`` / ``--verdict-terms``), one meaning each, for every command that
+reads pairwise verdicts (``position-bias`` reads all four, ``rank`` the three model vocabularies)."""
+MODEL_TERMS = ("model", "model-any-case", "arena")
+"""The vocabularies that name the model that won (mapped to ``A``/``B``/``tie``/``neither``)."""
 
-def read_judgments(path: str | Path, *, text_columns: Collection[str] = ()) -> pd.DataFrame:
+_TERMS_LOOK = {  # how a value in each vocabulary looks, for the advice
+    "slot": "slot terms",
+    "model": "model terms A/B/tie",
+    "model-any-case": "lower-case model terms a/b/tie",
+    "arena": "model_a/model_b/tie (the Chatbot Arena / MT-bench words for which model won)",
+}
+_ARENA = {"model_a": "A", "model_b": "B", "tie (bothbad)": "tie"}
+
+
+def _model_term(cell: str | None, terms: str) -> str | None:
+    """One cell as A/B/tie/neither under ``terms`` (a model vocabulary); None when empty; ``"?"`` when unknown."""
+    if cell is None:
+        return None
+    low = str(cell).strip().lower()
+    if low in ("tie", "neither"):
+        return low
+    if terms == "model":
+        return cell if cell in ("A", "B") else "?"
+    if terms == "model-any-case":
+        return low.upper() if low in ("a", "b") else "?"
+    return _ARENA.get(low, "?")
+
+
+def _check_terms(terms: str, allowed: Collection[str] = tuple(VERDICT_TERMS)) -> None:
+    if terms not in allowed:
+        from medeval_kit.errors import ParameterError
+
+        raise ParameterError(f"verdict_terms must be one of {list(allowed)} ("
+                             + "; ".join(f"{t}: {VERDICT_TERMS[t]}" for t in allowed) + f"); got {terms!r}")
+
+
+def model_terms(cells, terms: str = "model") -> pd.Series:
+    """Verdict cells read in a model vocabulary, as the model terms ``A``, ``B``, ``tie`` or ``neither``.
+
+    Parameters
+    ----------
+    cells : sequence or pandas.Series
+        Verdicts as text (stripped); None or NaN is an empty cell.
+    terms : {"model", "model-any-case", "arena"}
+        The vocabulary (:data:`VERDICT_TERMS`): ``model`` reads ``A``/``B`` as written, ``model-any-case``
+        also ``a``/``b``, ``arena`` reads ``model_a``/``model_b``/``tie (bothbad)``. ``tie`` and ``neither``
+        are read in any case in all three.
+
+    Returns
+    -------
+    pandas.Series
+        ``A``, ``B``, ``tie`` or ``neither``; None for an empty cell; ``"?"`` for a value outside the vocabulary.
+
+    Examples
+    --------
+    >>> list(model_terms(["model_a", "Tie", "tie (bothbad)", "A", None], "arena"))
+    ['A', 'tie', 'tie', '?', None]
+    """
+    _check_terms(terms, MODEL_TERMS)
+    s = pd.Series(cells, dtype=object) if not isinstance(cells, pd.Series) else cells.astype(object)
+    return pd.Series([_model_term(_cell_text(v), terms) for v in s], index=s.index, dtype=object)
+
+
+def nothing_left_to_score(failed_cells, cells, terms: str, *, allowed: Collection[str] = tuple(VERDICT_TERMS),
+                          cli: bool = True, what: str = "score", n_ties: int = 0) -> str:
+    """The message for a verdict column with nothing left to score once the failure tokens are taken out.
+
+    Parameters
+    ----------
+    failed_cells : iterable of str
+        The cells matched by the failure tokens (``failed`` / ``--failed``).
+    cells : iterable of str
+        Every non-empty cell of the verdict column.
+    terms : str
+        The vocabulary in use (a name of :data:`VERDICT_TERMS`).
+    allowed : collection of str
+        The vocabularies the caller accepts.
+    cli : bool
+        Name the command-line options rather than the function arguments.
+    what : str
+        What there is nothing left to do ("score", "rank").
+    n_ties : int
+        Verdicts left that are ties (for ``rank``, where only a win or a loss orders two models).
+
+    Returns
+    -------
+    str
+        Says which tokens took every verdict and, when they are verdicts of a vocabulary, which option reads them.
+
+    Examples
+    --------
+    >>> nothing_left_to_score(["a", "b"], ["a", "b", "a"], "model", what="rank")[:62]
+    'the --failed tokens a, b cover every verdict (3 rows): nothing'
+    """
+    failed = sorted({str(c) for c in failed_cells if c is not None})
+    n = sum(1 for c in cells if c is not None)
+    opt = "--failed" if cli else "failed"
+    if not failed:
+        return (f"every verdict is a tie ({n_ties}): no model ever wins, so there is nothing to {what}" if n_ties
+                else f"every verdict is empty (failed parses): nothing is left to {what}")
+    which = (f"that names a winner (the other {n_ties} {'is a tie' if n_ties == 1 else 'are ties'})" if n_ties
+             else f"({n} rows)")
+    msg = (f"the {opt} tokens {', '.join(failed[:8])} cover every verdict {which}: nothing is left to {what}; "
+           "failure tokens are the judge's unparsable replies, never its verdicts")
+    fits = guess_verdict_terms(failed, allowed)
+    if fits:
+        how = f"--verdict-terms {fits[0]}" if cli else f"verdict_terms={fits[0]!r}"
+        msg += f". {', '.join(map(repr, failed[:8]))} look like {_TERMS_LOOK[fits[0]]}: read them with {how}"
+    return msg
+
+
+def _reads(value: str, terms: str) -> bool:
+    """Whether ``terms`` reads ``value`` as a verdict."""
+    if terms == "slot":
+        return value.strip().lower() in SLOT_LABELS
+    return _model_term(value, terms) != "?"
+
+
+def guess_verdict_terms(values, allowed: Collection[str] = tuple(VERDICT_TERMS)) -> list[str]:
+    """The vocabularies (of ``allowed``) in which every one of ``values`` is a verdict, most specific first.
+
+    Parameters
+    ----------
+    values : iterable of str
+        Verdict values (empty cells left out).
+    allowed : collection of str
+        The vocabularies to try, names of :data:`VERDICT_TERMS`.
+
+    Returns
+    -------
+    list of str
+        In the order ``model``, ``arena``, ``model-any-case``, ``slot``; empty when none reads them all.
+
+    Examples
+    --------
+    >>> guess_verdict_terms(["model_a", "tie", "model_b"])
+    ['arena']
+    >>> guess_verdict_terms(["a", "B", "tie"])
+    ['model-any-case']
+    """
+    vals = {str(v) for v in values if v is not None}
+    return [t for t in ("model", "arena", "model-any-case", "slot")
+            if t in allowed and vals and all(_reads(v, t) for v in vals)]
+
+
+def verdict_terms_advice(unknown, present, terms: str, *, allowed: Collection[str] = tuple(VERDICT_TERMS),
+                         cli: bool = True) -> tuple[str, list[str]]:
+    """Advice for verdicts outside vocabulary ``terms``: the vocabulary that reads them, and the values no
+    vocabulary reads (the only ones that may be parse-failure tokens).
+
+    Parameters
+    ----------
+    unknown : iterable of str
+        The values ``terms`` does not read.
+    present : iterable of str
+        All the verdict values of the column (to name a vocabulary that reads the whole column).
+    terms : str
+        The vocabulary in use.
+    allowed : collection of str
+        The vocabularies the caller accepts.
+    cli : bool
+        Name the command-line option (``--verdict-terms X``) rather than the argument (``verdict_terms``).
+
+    Returns
+    -------
+    (str, list of str)
+        The advice ("" when no other vocabulary reads any of ``unknown``), and the values of ``unknown``
+        that are in no vocabulary, sorted.
+
+    Examples
+    --------
+    >>> advice, rest = verdict_terms_advice(["model_a", "error"], ["model_a", "tie", "error"], "model")
+    >>> advice.endswith("pass --verdict-terms arena"), rest
+    (True, ['error'])
+    """
+    unknown = sorted({str(v) for v in unknown})
+    others = [t for t in allowed if t != terms]
+    like = [v for v in unknown if any(_reads(v, t) for t in others)]
+    rest = [v for v in unknown if v not in like]
+    if not like:
+        return "", rest
+    fits = guess_verdict_terms([v for v in present if v is not None and str(v) not in rest], others) \
+        or guess_verdict_terms(like, others)
+    shown = ", ".join(map(repr, like[:8])) + (", ..." if len(like) > 8 else "")
+    verb = "looks" if len(like) == 1 else "look"
+    if not fits:
+        return (f"{shown} {verb} like verdicts of several vocabularies mixed in one column ("
+                + "; ".join(f"{t}: {VERDICT_TERMS[t]}" for t in allowed) + "): write them in one", rest)
+    t = fits[0]
+    how = f"pass --verdict-terms {t}" if cli else f"set verdict_terms to {t}"
+    return f"{shown} {verb} like {_TERMS_LOOK[t]}: {how}", rest
+
+
+def read_judgments(path: str | Path, *, text_columns: Collection[str] = (), sep: str | None = None,
+                   encoding: str | None = None) -> pd.DataFrame:
     """Read a judgments file (CSV, TSV, JSONL, JSON array or Parquet); errors name the file and line.
 
     ``text_columns`` (e.g. the verdict column) are read from CSV/TSV as written, without pandas' NA
     guessing: only an empty cell is missing, so a judge's literal ``NA`` or ``None`` token stays text.
+    ``sep`` / ``encoding``: the CSV/TSV layout, as in :func:`medeval_kit.datasets.read_table`.
     """
-    from medeval_kit.datasets._io import read_table
+    from medeval_kit.datasets._io import read_table, sniff_text_file
 
     try:
-        df = read_table(path)
+        df = read_table(path, sep=sep, encoding=encoding)
         cols = [c for c in dict.fromkeys(text_columns) if c in df.columns]
         suffix = Path(path).suffix.lower()
         if cols and suffix in (".csv", ".tsv", ".txt"):
-            raw = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", usecols=cols, dtype=str,
+            lay = sniff_text_file(path, sep=sep, encoding=encoding)
+            raw = pd.read_csv(path, sep=lay.sep, encoding=lay.encoding, usecols=cols, dtype=str,
                               keep_default_na=False, na_values=[""])
             for c in cols:
                 df[c] = raw[c].astype(object).where(raw[c].notna(), None).to_numpy()
@@ -242,23 +446,28 @@ def _token_list(failed: Collection[str] | str) -> set[str]:
 
 def _verdict_terms(v: pd.Series, order: pd.Series, terms: str, column: str, source: str) -> tuple[pd.Series, pd.Series]:
     """(model-terms verdict, slot verdict) from the user's verdicts in ``terms``; a located error otherwise."""
-    if terms not in ("model", "slot"):
-        raise SchemaError(_TABLE, column, [], f"verdict_terms must be 'model' (A/B/tie: which model won) or "
-                          f"'slot' (first/second/tie: which presented slot won); got {terms!r}", source)
-    lab = v.map(lambda x: x if x is None or (terms == "model" and x in ("A", "B")) else x.lower())
-    allowed = MODEL_LABELS if terms == "model" else SLOT_LABELS
-    bad = lab.notna() & ~lab.isin(allowed)
+    if terms not in VERDICT_TERMS:
+        raise SchemaError(_TABLE, column, [], f"verdict_terms must be one of {list(VERDICT_TERMS)} ("
+                          + "; ".join(f"{t}: {m}" for t, m in VERDICT_TERMS.items()) + f"); got {terms!r}", source)
+    if terms == "slot":
+        lab = v.map(lambda x: x if x is None else x.lower())
+        bad = lab.notna() & ~lab.isin(SLOT_LABELS)
+    else:
+        lab = model_terms(v, terms).set_axis(v.index)
+        bad = lab.eq("?")
     if bad.any():
-        other = SLOT_LABELS if terms == "model" else MODEL_LABELS
-        looks = lab[bad].map(lambda x: x in other or x.upper() in other).all()
-        hint = (f"they look like {'slot' if terms == 'model' else 'model'} terms: set verdict_terms to "
-                f"{'slot' if terms == 'model' else 'model'}" if looks else
-                "if they mean that the judge's reply could not be parsed, count them as failed parses with "
-                f"failed={','.join(sorted(set(v[bad]))[:8])!r}")
-        raise SchemaError(_TABLE, column, rows_of(bad), f"unknown verdict(s) {sorted(set(v[bad]))[:8]}; expected "
-                          f"{list(allowed)} (verdict_terms {terms!r}) or an empty cell; {hint}", source)
+        unknown = sorted(set(v[bad]))
+        advice, rest = verdict_terms_advice(unknown, v.dropna(), terms, cli=False)
+        todo = [advice] if advice else []
+        if rest:
+            todo.append(f"if {', '.join(map(repr, rest[:8]))} mean{'s' if len(rest) == 1 else ''} that the judge's "
+                        "reply could not be parsed, count them as failed parses with "
+                        f"failed={','.join(rest[:8])!r}")
+        expected = list(SLOT_LABELS) if terms == "slot" else VERDICT_TERMS[terms]
+        raise SchemaError(_TABLE, column, rows_of(bad), f"unknown verdict(s) {unknown[:8]}; expected "
+                          f"{expected} (verdict_terms {terms!r}) or an empty cell; {'; '.join(todo)}", source)
     known = order.isin(ORDERS)
-    if terms == "model":
+    if terms != "slot":
         need = lab.notna() & ~known
         if need.any():
             raise SchemaError(_TABLE, "order", rows_of(need),
@@ -290,7 +499,9 @@ def user_judgments(
     The user's ``item, judge, criterion, order, repeat, verdict, parse_status`` columns get those
     names; ``verdict`` (model terms A/B/tie/neither) and ``slot_verdict`` (first/second/tie/neither)
     are both filled: ``verdict_terms="model"`` means the column names the winning model (mapped to
-    slots with the AB/BA order), ``"slot"`` the winning presented slot. A judge, criterion, order or
+    slots with the AB/BA order), ``"slot"`` the winning presented slot; ``"model-any-case"`` (a/b too) and
+    ``"arena"`` (model_a/model_b/tie) are the other model vocabularies (:data:`VERDICT_TERMS`). Failure
+    tokens that leave no verdict naming a winner are an error (nothing left to score). A judge, criterion, order or
     repeat column absent *under its default name* means one judge, one criterion (``overall``), one
     order (``AB``: response A shown first) or one call per order; a column named otherwise must exist.
     Empty verdicts and the ``failed`` tokens (a list or comma-separated) are failed parses, never ties;
@@ -328,6 +539,9 @@ def user_judgments(
     is_failed = cells.isin(_token_list(failed))
     text = pd.Series([None if f else c for c, f in zip(cells, is_failed)], index=out.index, dtype=object)
     out["verdict"], out["slot_verdict"] = _verdict_terms(text, out["order"], verdict_terms, verdict, src)
+    if not out["verdict"].isin(["A", "B"]).any() and (is_failed.any() or text.isna().all()):  # only ties left
+        raise SchemaError(_TABLE, verdict, [], nothing_left_to_score(
+            cells[is_failed], cells.dropna(), verdict_terms, cli=False, n_ties=int(text.notna().sum())), src)
     status = (out["parse_status"].map(lambda s: s if s in ("ok", "missing") else "failed")
               if "parse_status" in out.columns else pd.Series("ok", index=out.index))
     out["parse_status"] = status.where(text.notna() | status.eq("missing"), "failed").where(~is_failed, "failed")

@@ -10,9 +10,9 @@ import pandas as pd
 from scipy import stats as sps
 
 from medeval_kit.bias._common import EXACT, RESULT_COLUMNS, bias_frame, bootstrap_p, rows_of
-from medeval_kit.bias.inputs import check_pairwise
-from medeval_kit.errors import SchemaError
-from medeval_kit.pairwise import MODEL_LABELS, ORDERS, mirror_slot, to_slot
+from medeval_kit.bias.inputs import MODEL_TERMS, VERDICT_TERMS, check_pairwise, model_terms, verdict_terms_advice
+from medeval_kit.errors import ParameterError, SchemaError
+from medeval_kit.pairwise import ORDERS, mirror_slot, to_slot
 from medeval_kit.stats import item_draws, percentile_interval, proportion_ci
 
 __all__ = ["position_bias", "position_bias_wide", "flip_rate_from_labels", "agreement_on_consistent",
@@ -24,8 +24,14 @@ _SIGN_TEST = "sign test same_slot_first vs same_slot_second"
 
 
 # =========================================================================== two orders
-def _slots_from_model_terms(d: pd.DataFrame, order: str, verdict: str, source: str | None) -> pd.DataFrame:
-    """A copy with ``_slot_from_verdict``: the model-terms ``verdict`` mapped to presented slots."""
+def _slots_from_model_terms(d: pd.DataFrame, order: str, verdict: str, source: str | None,
+                            terms: str = "model") -> pd.DataFrame:
+    """A copy with ``_slot_from_verdict``: the ``verdict`` column, in model vocabulary ``terms``, mapped to
+    presented slots."""
+    if terms not in MODEL_TERMS:
+        raise ParameterError(f"verdict_terms must be one of {list(MODEL_TERMS)} (the vocabularies of a model-terms "
+                             f"verdict column; " + "; ".join(f"{t}: {VERDICT_TERMS[t]}" for t in MODEL_TERMS)
+                             + f"); got {terms!r}. Presented-slot verdicts go in slot_verdict")
     if order not in d.columns:
         raise SchemaError("judgments", order, [], f"missing column; present: {list(d.columns)}", source)
     bad = ~d[order].astype(str).str.upper().isin(ORDERS).to_numpy()
@@ -34,13 +40,18 @@ def _slots_from_model_terms(d: pd.DataFrame, order: str, verdict: str, source: s
                           f"to un-swap the model-terms column {verdict!r} the order must be AB or BA; found "
                           f"{sorted(map(str, set(d.loc[bad, order])))[:5]}. Pass presented-slot verdicts "
                           "(first/second/tie) as slot_verdict instead", source)
-    bad = (d[verdict].notna() & ~d[verdict].isin(MODEL_LABELS)).to_numpy()
+    text = d[verdict].map(lambda v: None if v is None or (not isinstance(v, str) and pd.isna(v)) else str(v).strip()
+                          or None)
+    lab = model_terms(text, terms)
+    bad = lab.eq("?").to_numpy()
     if bad.any():
+        unknown = sorted(set(text[bad]))
+        advice, _ = verdict_terms_advice(unknown, text.dropna(), terms, allowed=MODEL_TERMS, cli=False)
         raise SchemaError("judgments", verdict, rows_of(bad),
-                          f"unknown verdict(s) {sorted(map(str, set(d.loc[bad, verdict])))[:5]}; expected model "
-                          f"terms {list(MODEL_LABELS)}", source)
+                          f"unknown verdict(s) {unknown[:5]}; expected {VERDICT_TERMS[terms]} (verdict_terms "
+                          f"{terms!r})" + (f"; {advice}" if advice else ""), source)
     d = d.copy()
-    d["_slot_from_verdict"] = to_slot(d[verdict].reset_index(drop=True),
+    d["_slot_from_verdict"] = to_slot(lab.reset_index(drop=True),
                                       d[order].astype(str).str.upper().reset_index(drop=True)).values
     return d
 
@@ -61,11 +72,15 @@ def position_bias(
     seed: int = 0,
     confidence: float = 0.95,
     source: str | None = None,
+    verdict_terms: str = "model",
 ) -> pd.DataFrame:
     """Position-bias statistics per judge and criterion from a table holding both orders.
 
     The verdict is read from ``slot_verdict`` (first/second/tie/neither); if that column is absent it
     is derived from the model-terms ``verdict`` and an ``order`` of AB/BA with :func:`pairwise.to_slot`.
+    ``verdict_terms`` is the vocabulary of that ``verdict`` column (:data:`~medeval_kit.bias.inputs.VERDICT_TERMS`):
+    ``"model"`` (A/B as written, tie, neither), ``"model-any-case"`` (also a/b) or ``"arena"``
+    (model_a/model_b/tie, the Chatbot Arena / MT-bench words).
     A call counts as failed when its ``parse_status`` is not ``ok`` or its verdict is NA.
 
     Metrics (``unit`` says what ``n`` counts):
@@ -86,7 +101,7 @@ def position_bias(
     """
     d = df
     if (slot_verdict is None or slot_verdict not in d.columns) and verdict is not None and verdict in d.columns:
-        d = _slots_from_model_terms(d, order, verdict, source)
+        d = _slots_from_model_terms(d, order, verdict, source, verdict_terms)
         slot_verdict = "_slot_from_verdict"
     d = check_pairwise(d, item=item, judge=judge, criterion=criterion, order=order,
                        slot_verdict=slot_verdict or "slot_verdict", repeat=repeat, protocol=protocol,

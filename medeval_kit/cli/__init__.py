@@ -16,6 +16,7 @@ COMMAND_MODULES = (
     "medeval_kit.cli.runner",
     "medeval_kit.cli.agreement",
     "medeval_kit.cli.alt_test",
+    "medeval_kit.cli.plan",
     "medeval_kit.cli.bias",
     "medeval_kit.cli.imports",
     "medeval_kit.cli.cache",

@@ -27,15 +27,25 @@ from medeval_kit.agreement import (
     registry,
 )
 from medeval_kit.agreement.data import DuplicateLabelError, LabelOrderError, UnknownLabelError
+from medeval_kit.agreement.dependence import dependence_warnings
 from medeval_kit.agreement.report import split_metric
 from medeval_kit.agreement.weights import WEIGHT_NAMES
+from medeval_kit.cli.inputs import (
+    INVALID_EXIT,
+    add_file_options,
+    add_label_options,
+    blocking,
+    read_options,
+    report_notes,
+    typed_categories,
+)
 from medeval_kit.errors import MedevalError, SchemaError
 from medeval_kit.results import RESULT_COLUMNS
 
 __all__ = ["register_cli", "jsonable", "metric_choices", "CommandError", "in_cli_words", "cli_text"]
 
 JVH_FIELDS = ["role", "rater", "design", "metric", *RESULT_COLUMNS, "n_pairs", "delta", "delta_ci_low",
-              "delta_ci_high", "p_value"]
+              "delta_ci_high", "p_value", "p_noninferiority", "noninferior", "margin", "status", "rule", "reasons"]
 
 
 # --------------------------------------------------------------------------- output
@@ -81,13 +91,22 @@ def _write_agreement(table: pd.DataFrame, fmt: str, out) -> None:
         recs = []
         for r in table.to_dict("records"):
             rec = {k: jsonable(v) for k, v in r.items()}
-            rec["raters"] = str(r["raters"]).split("|")
+            rec["raters"] = str(r["raters"]).split("|") if r["raters"] != "" else []  # "" : the hidden-pairs row
             recs.append(rec)
         json.dump(recs, out, indent=2)
         out.write("\n")
         return
     for section, sub in table.groupby("section", sort=False):
         sub = sub.copy()
+        hidden = []  # the pairwise section's "N of M rater pairs ... are hidden" row(s): a footnote, not a pair
+        if section == "pairwise":
+            summary = sub["raters"].astype(str).eq("")
+            for r in sub[summary].to_dict("records"):
+                m = re.search(r"\d+ of \d+ rater pairs share fewer than \d+ items and are hidden", str(r["note"]))
+                crit = f"{r['criterion']}: " if "criterion" in r else ""
+                if m:
+                    hidden.append(f"{crit}{m.group(0)} (--min-overlap 0 shows them)")
+            sub = sub[~summary]
         sub["raters"] = [describe_raters(str(r).split("|")) for r in sub["raters"]]
         head = {"agreement": "Agreement", "pairwise": "Every rater pair",
                 "judge_vs_humans": "Judges vs humans (delta = judge - humans, paired bootstrap)"}[section]
@@ -98,11 +117,14 @@ def _write_agreement(table: pd.DataFrame, fmt: str, out) -> None:
             cols += ["n_pairs", "delta", "delta_ci_low", "delta_ci_high", "p_value"]
         else:
             cols += ["n_raters", "n_missing"]
-        out.write(_show(sub, cols + ["note"]) + "\n")
+        if len(sub):
+            out.write(_show(sub, cols + ["note"]) + "\n")
         if section == "pairwise":
             none = int((sub["n_items"] == 0).sum())
             if none:
-                out.write(f"  {none} of {len(sub)} rater pairs share no item (NaN)\n")
+                out.write(f"  {none} of {len(sub)} rater pairs shown share no item (NaN)\n")
+            for h in hidden:
+                out.write(f"  {h}\n")
         out.write("\n")
     for f in _footnotes(table):
         out.write(f"{f}\n")
@@ -116,10 +138,9 @@ def _read(args):
     frame = _from_format(args)
     df, notes = read_checked(args.file, item=args.item, rater=args.rater, label=args.label,
                              criterion=getattr(args, "criterion", None), wide=wide,
-                             raters=args.raters if wide else None, rater_kind=args.rater_kind,
-                             missing=args.missing or (), normalize_labels=args.normalize_labels, frame=frame)
-    for n in notes:
-        print(f"medeval: warning: {args.file}: {n}", file=sys.stderr)
+                             raters=args.raters if wide else None, rater_kind=args.rater_kind, frame=frame,
+                             **read_options(args))
+    report_notes(notes, args)
     return df, notes
 
 
@@ -138,7 +159,7 @@ def _from_format(args) -> pd.DataFrame | None:
 
 def _check_common(args) -> None:
     if args.n_boot < 0:
-        raise AgreementError(f"--n-boot must be 0 or more (0 = no CI); got {args.n_boot}")
+        raise AgreementError(f"--n-boot must be 0 or more (0 = the analytic CI where one exists); got {args.n_boot}")
     if not 0 < args.confidence < 1:
         raise AgreementError(f"--confidence must be a level between 0 and 1, e.g. 0.95; got {args.confidence}")
 
@@ -224,8 +245,9 @@ def in_cli_words(exc: MedevalError, args) -> MedevalError:
         ex_item, ex_rater = exc.example
         return CommandError(
             f"{_where(exc, args, column=f'{item}, {rater}')}: {rater} {ex_rater!r} labelled {item} {ex_item!r} "
-            f"more than once; each {rater} may label each {item} once: keep one row per ({item}, {rater}), or "
-            "name the column that tells the rows apart with --criterion COLUMN")
+            f"more than once; each {rater} may label each {item} once: keep one row per ({item}, {rater})"
+            + (", or name the column that tells the rows apart with --criterion COLUMN"
+               if getattr(args, "from_command", "") == "agreement" else ""))
     if isinstance(exc, SchemaError):
         problem = cli_text(exc.problem, args).replace("the label option", "--label")
         return CommandError(f"{_where(exc, args)}: {problem}")
@@ -250,9 +272,9 @@ def _cmd(args) -> int:
     if getattr(args, "from_format", None) and args.criterion is None:
         args.criterion = "criterion"  # the tidy annotations table has one; one set of results per criterion
     df, notes = _read(args)
-    cats = args.categories
-    if cats and pd.api.types.is_numeric_dtype(df["label"]):
-        cats = [float(c) if "." in c else int(c) for c in cats]
+    if blocking(notes, args):
+        return INVALID_EXIT
+    cats = typed_categories(args.categories, df["label"])
     if args.ceiling and not args.humans and "rater_kind" not in df.columns:
         raise AgreementError(
             f"{args.file}: --ceiling needs to know who is human: pass --humans NAME ... or a rater-kind column "
@@ -264,7 +286,7 @@ def _cmd(args) -> int:
             raters=None if args.wide else args.raters, pairwise=args.pairwise, ceiling=args.ceiling,
             humans=args.humans, judges=args.judges, design=args.design, margin=args.margin,
             criterion="criterion" if args.criterion else None, n_boot=args.n_boot, confidence=args.confidence,
-            ci_method=args.ci_method, seed=args.seed, notes=notes,
+            ci_method=args.ci_method, seed=args.seed, notes=[str(n) for n in notes], min_overlap=args.min_overlap,
         )
     except (SchemaError, AgreementError, PanelError) as exc:  # row numbers: data rows of the (long) file, from 0
         raise in_cli_words(exc, args) from None
@@ -273,6 +295,8 @@ def _cmd(args) -> int:
 
 
 def _jvh_cmd(args) -> int:
+    from medeval_kit.agreement.verdicts import mark_invalid
+
     _check_common(args)
     df, notes = _read(args)
     if not args.humans and args.rater_kind not in (None, "") and "rater_kind" not in df.columns:
@@ -283,10 +307,19 @@ def _jvh_cmd(args) -> int:
     try:
         res = judge_vs_humans(df, args.humans, args.judges, design=args.design, metric=args.metric,
                               margin=args.margin, n_boot=args.n_boot, confidence=args.confidence, seed=args.seed,
-                              source=str(args.file))
+                              categories=typed_categories(getattr(args, "categories", None), df["label"]),
+                              source=str(args.file), accept_label_warnings=True)  # checked on reading, in CLI words
     except (SchemaError, AgreementError, PanelError) as exc:
         raise in_cli_words(exc, args) from None
+    for w in dependence_warnings(df, res.humans, res.judges, metric=args.metric, n_boot=args.n_boot or 1000,
+                                 seed=args.seed):
+        print(f"medeval: {w}", file=sys.stderr)
+    block = blocking(notes, args)
+    for b in block:  # dirty labels: the numbers are shown, the verdict is not given
+        res = mark_invalid(res, cli_text(b, args))
     t = _words(res.to_frame(), args)
+    t = t.assign(reasons=[cli_text(x, args) for x in t["reasons"]])
+    notes = [str(n) for n in notes]
     if notes:
         t["note"] = [f"{n}; {'; '.join(notes)}" if n else "; ".join(notes) for n in t["note"]]
     out = sys.stdout
@@ -300,17 +333,20 @@ def _jvh_cmd(args) -> int:
                   f"({describe_raters(res.humans)}), {len(res.judges)} judge(s)\n")
         t = t.assign(rater=[describe_raters([r]) for r in t["rater"]])
         out.write(_show(t, ["role", "rater", "estimate", "ci_low", "ci_high", "n_items", "n_pairs", "delta",
-                            "delta_ci_low", "delta_ci_high", "p_value"]) + "\n")
+                            "delta_ci_low", "delta_ci_high", "p_value", "status"]) + "\n")
+        for rule in pd.unique(t.loc[t["role"] == "judge", "rule"]):
+            if rule:
+                out.write(f"rule: {rule}\n")
         for r in t.itertuples():
-            if r.role == "judge" and pd.notna(r.noninferior):
-                verdict = "non-inferior" if r.noninferior else "not shown non-inferior"
-                out.write(f"  {r.rater}: {verdict} at margin {r.margin:g} (p = {r.p_noninferiority:.3g})\n")
+            if r.role == "judge" and r.status:
+                p = "" if pd.isna(r.p_noninferiority) else f" (p_noninferiority = {r.p_noninferiority:.3g})"
+                out.write(f"  {r.rater}: {r.status} at margin {r.margin:g}{p}: {r.reasons}\n")
         for n in pd.unique(t["note"]):
             if n:
                 out.write(f"note: {n}\n")
         if res.ci_method:
             out.write(f"CI: {res.ci_method}\n")
-    return 0
+    return INVALID_EXIT if block else 0
 
 
 def metric_choices() -> list[str]:
@@ -336,11 +372,11 @@ def _common_args(p, *, label_help="label column (default: label)") -> None:
     p.add_argument("--item", default="item", help="item column (default: item)")
     p.add_argument("--rater", default="rater", help="rater column, long format (default: rater)")
     p.add_argument("--label", default="label", help=label_help)
-    p.add_argument("--missing", nargs="+", default=None, metavar="TOKEN",
-                   help="label values that mean 'no label' (an empty cell always does); e.g. --missing NA n/a")
-    p.add_argument("--normalize-labels", action="store_true",
-                   help="merge labels that differ only by case or surrounding white space")
-    p.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples of items (0 = no CI; default 1000)")
+    add_file_options(p)
+    add_label_options(p)
+    p.add_argument("--n-boot", type=int, default=1000,
+                   help="bootstrap resamples of items (default 1000; 0 = the analytic CI where the statistic has one, "
+                        "else none; judge-vs-humans verdicts need the bootstrap)")
     p.add_argument("--confidence", "--ci", type=float, default=0.95, help="confidence level (default 0.95)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--format", default="table", choices=["table", "csv", "json"], help="output format")
@@ -375,13 +411,16 @@ def register_cli(subparsers) -> None:
     p.add_argument("--wide", action="store_true", help="wide format: one column per rater")
     p.add_argument("--raters", nargs="+", default=None, help="raters to use (wide: the rater columns)")
     _panel_args(p)
-    p.add_argument("--categories", nargs="+", default=None, help="declared labels, low to high for ordinal")
     p.add_argument("--level", default="nominal", choices=["nominal", "ordinal", "interval", "ratio"],
                    help="measurement level for Krippendorff's alpha")
     p.add_argument("--metric", nargs="+", default=None, choices=metric_choices(), metavar="METRIC",
                    help=f"metrics (default: {' '.join(DEFAULT_METRICS)}); any of {' '.join(registry.names())}; "
                         f"weighted: NAME_linear or NAME_quadratic for {', '.join(_weighted())}")
-    p.add_argument("--pairwise", action="store_true", help="add every rater pair (NaN for pairs sharing no item)")
+    p.add_argument("--pairwise", action="store_true",
+                   help="add every rater pair that shares at least --min-overlap items (a footnote counts the others)")
+    p.add_argument("--min-overlap", type=int, default=10, metavar="N",
+                   help="--pairwise: leave out rater pairs sharing fewer than N items (default 10; 0 shows every "
+                        "pair, NaN for pairs sharing no item). No CI is computed from fewer than 10 items")
     p.add_argument("--ceiling", action="store_true",
                    help="add judges vs humans (--design, first pairwise --metric); needs --humans or --rater-kind")
     p.add_argument("--ci-method", default="percentile", choices=["percentile", "bca", "analytic"])

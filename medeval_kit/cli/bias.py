@@ -11,8 +11,10 @@ import pandas as pd
 
 from medeval_kit.bias import position_bias, position_bias_wide, read_judgments
 from medeval_kit.bias._common import rows_of
+from medeval_kit.bias.inputs import VERDICT_TERMS, model_terms, nothing_left_to_score, verdict_terms_advice
+from medeval_kit.cli.inputs import add_file_options
 from medeval_kit.errors import DataFileError, SchemaError
-from medeval_kit.pairwise import MODEL_LABELS, ORDERS, SLOT_LABELS, to_slot
+from medeval_kit.pairwise import ORDERS, SLOT_LABELS, to_slot
 
 _TABLE = "judgments"
 _WIDE_METRICS = ("consistency", "flip_rate", "first_slot_rate")
@@ -27,16 +29,18 @@ def register_cli(subparsers) -> None:
         help="consistency, flip rate and first-slot preference of a pairwise judge (both orders)",
         description="Position bias of pairwise judgments holding both presentation orders. The verdict "
                     "column is in presented-slot terms by default: first, second or tie (neither is also "
-                    "accepted); with --verdict-terms model it says which model won (A, B, tie, neither) and "
-                    "is mapped to the presented slot with the order column (AB = A shown first, BA = B shown "
-                    "first). An empty cell, or a token passed with --failed, is a parse failure: counted in "
-                    "n_failed, never a tie; any other value is an error naming the rows. With --from FORMAT, "
+                    "accepted); with --verdict-terms model, model-any-case or arena it says which model won (A, "
+                    "B, tie, neither; also a, b; or model_a, model_b, tie) and is mapped to the presented slot "
+                    "with the order column (AB = A shown first, BA = B shown first). An empty cell, or a token "
+                    "passed with --failed, is a parse failure: counted in n_failed, never a tie; any other value "
+                    "is an error naming the rows. With --from FORMAT, "
                     "FILE is another tool's results file (e.g. --from mtbench gpt-4_pair.jsonl).",
     )
     p.add_argument("file", metavar="FILE",
                    help="judgments file: .csv, .tsv, .jsonl, .json or .parquet; or with --from another tool's "
                         "results file")
     add_from_option(p, "judgments")
+    add_file_options(p)
     p.add_argument("--item", default="item", help="item (pair) id column [item]")
     p.add_argument("--judge", default="judge", help="judge column [judge; absent = one judge]")
     p.add_argument("--order", default="order",
@@ -44,10 +48,10 @@ def register_cli(subparsers) -> None:
     p.add_argument("--verdict", default=None,
                    help="verdict column, read as text exactly as written (a literal NA is a token, not a missing "
                         "value) [verdict]")
-    p.add_argument("--verdict-terms", choices=("slot", "model"), default=None,
-                   help="slot: the verdict names the presented slot that won (first/second/tie/neither); model: it "
-                        "names the model that won (A/B/tie/neither) and is mapped to slots with --order "
-                        "(AB/BA) [slot; with --from: model, the tidy verdict column]")
+    p.add_argument("--verdict-terms", choices=tuple(VERDICT_TERMS), default=None,
+                   help="the verdicts' vocabulary. " + "; ".join(f"{t}: {m}" for t, m in VERDICT_TERMS.items())
+                        + ". The model vocabularies are mapped to slots with --order (AB/BA) [slot; with --from: "
+                        "model, the tidy verdict column]")
     p.add_argument("--failed", nargs="+", default=None, metavar="TOKEN",
                    help="verdict values that mean the judge's output could not be parsed, e.g. --failed error NA "
                         "unparsed: counted as failed parses (parse_status 'failed', n_failed), never ties")
@@ -71,58 +75,46 @@ def _text_or_none(v) -> str | None:
     return t or None
 
 
-def _is_model_term(v: str) -> bool:
-    """Whether :func:`pairwise.to_slot` maps ``v`` (the one mapping; no copy of its vocabulary here)."""
-    try:
-        to_slot(v, ORDERS[0])
-    except ValueError:
-        return False
-    return True
-
-
 def _unknown_verdicts_error(d: pd.DataFrame, text: pd.Series, bad: np.ndarray, *, verdict: str, terms: str,
                             order: str, source: str) -> SchemaError:
-    """The located error for verdicts that are neither the expected terms nor --failed tokens, saying what to do."""
-    if terms == "model":
-        expected = f"model terms {list(MODEL_LABELS)} (--verdict-terms model: which model won)"
-        looks_other = "like presented-slot terms (first/second): pass --verdict-terms slot"
-        other = lambda v: v.lower() in SLOT_LABELS  # noqa: E731
-    else:
-        expected = f"presented-slot terms {list(SLOT_LABELS)} (--verdict-terms slot)"
-        looks_other = ("like model terms (which model won): pass --verdict-terms model to map them to the "
-                       f"presented slots with the order column {order!r} (AB = A shown first, BA = B shown first)")
-        other = _is_model_term
+    """The located error for verdicts that are neither the expected terms nor --failed tokens, saying what to do:
+    the --verdict-terms vocabulary that reads them, and --failed only for values that are in no vocabulary."""
+    expected = f"{VERDICT_TERMS[terms]} (--verdict-terms {terms})"
     unknown = sorted(set(text[bad]))
     shown = unknown[:8] + (["..."] if len(unknown) > 8 else [])
-    terms_like = [v for v in unknown if other(v)]
-    rest = [v for v in unknown if not other(v)]
+    advice, rest = verdict_terms_advice(unknown, text.dropna(), terms)
     todo = []
-    if terms_like:
-        todo.append(f"{', '.join(map(repr, terms_like[:8]))} look{'s' if len(terms_like) == 1 else ''} "
-                    + looks_other)
+    if advice:
+        if not advice.endswith(("--verdict-terms slot", "write them in one")):  # a model vocabulary
+            advice += (f" to map them to the presented slots with the order column {order!r} (AB = A shown first, "
+                       "BA = B shown first)")
         if terms == "slot" and "slot_verdict" in d.columns and verdict != "slot_verdict":
-            todo[-1] += ", or use this file's slot_verdict column (--verdict slot_verdict)"
+            advice += ", or use this file's slot_verdict column (--verdict slot_verdict)"
+        todo.append(advice)
     if rest:
         one = len(rest) == 1
         todo.append(f"if {', '.join(map(repr, rest[:8]))} mean{'s' if one else ''} that the judge's output could "
                     f"not be parsed, count {'it as a failed parse' if one else 'them as failed parses'} with "
                     f"--failed {' '.join(rest[:8])}")
+    failed = ", or a --failed token" if rest else ""  # never offered for values that are verdicts
     return SchemaError(_TABLE, verdict, rows_of(bad), f"unknown verdict(s) {shown}; expected {expected}, an empty "
-                       f"cell for a failed parse, or a --failed token. {'; '.join(todo)}", source)
+                       f"cell for a failed parse{failed}. {'; '.join(todo)}", source)
 
 
-def _model_terms_to_slots(d: pd.DataFrame, text: pd.Series, order: str, source: str) -> pd.Series:
-    """Model-terms verdicts mapped to presented slots with the AB/BA ``order`` column; else a located error."""
+def _model_terms_to_slots(d: pd.DataFrame, text: pd.Series, order: str, source: str, terms: str = "model") -> pd.Series:
+    """Model-terms verdicts (A/B/tie/neither) mapped to presented slots with the AB/BA ``order`` column; else a
+    located error."""
     if order not in d.columns:
         raise SchemaError(_TABLE, order, [], f"missing column {order!r}; present: {list(d.columns)}. --verdict-terms "
-                          "model maps A/B to the presented slots with the presentation-order column (AB / BA): "
-                          "name it with --order", source)
+                          f"{terms} maps the winning model to the presented slots with the presentation-order column "
+                          "(AB / BA): name it with --order", source)
     o = d[order].map(lambda v: None if _text_or_none(v) is None else str(v).strip().upper())
     bad = ~o.isin(ORDERS).to_numpy()
     if bad.any():
         found = sorted({str(v) for v in d.loc[bad, order]})[:5]
         raise SchemaError(_TABLE, order, rows_of(bad),
-                          f"--verdict-terms model maps A/B to the presented slots with the order, which must be "
+                          f"--verdict-terms {terms} maps the winning model to the presented slots with the order, "
+                          "which must be "
                           f"AB (A shown first) or BA (B shown first); found {found}. Use --verdict-terms slot "
                           "for verdicts that name the presented slot (first/second)", source)
     return to_slot(text, o)
@@ -156,15 +148,19 @@ def _slot_verdicts(df: pd.DataFrame, *, verdict: str, terms: str, order: str, fa
     cells = [_text_or_none(v) for v in d[verdict]]
     is_failed = np.array([v in tokens for v in cells], dtype=bool)
     text = pd.Series([None if f else v for v, f in zip(cells, is_failed)], dtype=object)
-    if terms == "model":
-        known = {v: _is_model_term(v) for v in set(text.dropna())}
-        bad = np.array([v is not None and not known[v] for v in text], dtype=bool)
-    else:
+    if terms == "slot":
         bad = np.array([v is not None and v.lower() not in SLOT_LABELS for v in text], dtype=bool)
+    else:
+        lab = model_terms(text, terms)
+        bad = lab.eq("?").to_numpy()
     if bad.any():
         raise _unknown_verdicts_error(d, text, bad, verdict=verdict, terms=terms, order=order, source=source)
-    if terms == "model":
-        text = _model_terms_to_slots(d, text, order, source)
+    if terms != "slot":
+        text = _model_terms_to_slots(d, lab, order, source, terms)
+    sides = text.map(lambda v: v is not None and v.lower() in ("first", "second"))
+    if not sides.any() and (is_failed.any() or text.isna().all()):  # only ties (or nothing) left
+        raise SchemaError(_TABLE, verdict, [], nothing_left_to_score(
+            [c for c, f in zip(cells, is_failed) if f], cells, terms, n_ties=int(text.notna().sum())), source)
     d[verdict] = text.to_numpy()
     _mark_failed(d, cells, is_failed, parse_status, source)
     return d
@@ -189,7 +185,7 @@ def _check_two_orders(df: pd.DataFrame, fmt: str, order: str, source: str) -> No
 def _read(args, verdict: str) -> pd.DataFrame:
     """The judgments table of the command: the user's file, or another tool's file read with --from."""
     if not args.from_format:
-        return read_judgments(args.file, text_columns=[verdict])
+        return read_judgments(args.file, text_columns=[verdict], sep=args.sep, encoding=args.encoding)
     from medeval_kit.readers import read_for_command
 
     # the tidy judgments: verdict in model terms, order AB/BA, parse_status

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from medeval_kit import psychometrics as pm
+from medeval_kit.cli.inputs import add_file_options
 
 
 def register_cli(subparsers) -> None:
@@ -18,6 +19,7 @@ def register_cli(subparsers) -> None:
     for name, default in (("item", "item"), ("examinee", "examinee"), ("choice", "choice"), ("key", "key"),
                           ("correct", "correct")):
         p.add_argument(f"--{name}", default=default, help=f"{name} column (default {default!r})")
+    add_file_options(p)
     p.add_argument("--fraction", type=float, default=0.27, help="upper/lower group share (default 0.27)")
     for name, default in pm.FLAG_DEFAULTS.items():
         p.add_argument(f"--{name.replace('_', '-')}", type=float, default=default, help=f"flag threshold (default {default})")
@@ -28,7 +30,7 @@ def register_cli(subparsers) -> None:
 def _cli_items(args) -> int:
     """Print the flagged items, the flag counts and KR-20; return 0."""
     r = pm.read_responses(args.file, item=args.item, examinee=args.examinee, choice=args.choice, key=args.key,
-                          correct=args.correct)
+                          correct=args.correct, sep=args.sep, encoding=args.encoding)
     stats = pm.item_statistics(r, fraction=args.fraction, n_boot=0)
     dis = pm.distractor_analysis(r, fraction=args.fraction, nonfunctional=args.nonfunctional) \
         if r["choice"].notna().any() else None

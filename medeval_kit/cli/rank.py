@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit import rank
+from medeval_kit.cli.inputs import add_file_options
 from medeval_kit.errors import MedevalError, ParameterError
 
 _SHOW = ("ratings", "win-prob", "agreement", "flips", "elo")
@@ -25,17 +26,25 @@ def register_cli(subparsers) -> None:
                     "verdict (A = model-a won, B = model-b won, tie or neither, or the winning model's own name). "
                     "Strengths are Bradley-Terry log-strengths (mean 0) per judge, ties as Davidson's tie "
                     "parameter (--ties davidson), half a win (half) or dropped (exclude), with percentile bootstrap "
-                    "CIs over items (or --unit clusters), the same draws for every judge. An empty verdict, or a "
+                    "CIs over items (or --unit clusters), the same draws for every judge. A judge whose "
+                    "comparison graph is not strongly connected (a model never wins or never loses) gets rows "
+                    "saying so, unless --prior ranks it. An empty verdict, or a "
                     "--failed token, is a failed verdict: counted, never a tie. --reference JUDGE adds Kendall tau, "
                     "Spearman rho and top-k overlap of every judge's ranking with that judge's, and the "
                     "probability that each adjacent pair flips.",
     )
     p.add_argument("file", metavar="FILE", help="verdicts file: .csv, .tsv, .jsonl, .json or .parquet")
+    add_file_options(p)
     p.add_argument("--item", default="item", help="item (pair) id column [item]")
     p.add_argument("--model-a", default="model_a", help="column naming the first model of the pair [model_a]")
     p.add_argument("--model-b", default="model_b", help="column naming the second model of the pair [model_b]")
     p.add_argument("--verdict", default="verdict",
-                   help="verdict column: A, B, tie, neither, or the winning model's name [verdict]")
+                   help="verdict column: A, B, tie, neither (or the words of --verdict-terms), or the winning "
+                        "model's name [verdict]")
+    p.add_argument("--verdict-terms", choices=rank.MODEL_TERMS, default="model",
+                   help="the verdicts' vocabulary. " + "; ".join(f"{t}: {rank.VERDICT_TERMS[t]}"
+                                                                  for t in rank.MODEL_TERMS)
+                        + ". The winning model's own name is read in all three [model]")
     p.add_argument("--judge", default="judge",
                    help="judge (or human group) column [judge; absent = one judge]")
     p.add_argument("--unit", default=None,
@@ -47,6 +56,11 @@ def register_cli(subparsers) -> None:
     p.add_argument("--ties", choices=rank.TIES, default="davidson",
                    help="davidson: a tie parameter (Davidson 1970); half: a tie is half a win; exclude: drop ties "
                         "[davidson]")
+    p.add_argument("--prior", type=float, default=None, metavar="STRENGTH",
+                   help="rank with a Gaussian prior N(0, 1/STRENGTH) on every log-strength (e.g. --prior 1): the "
+                        "maximum a-posteriori fit, which ranks judges whose comparison graph is not strongly "
+                        "connected (models that never win or never lose); strengths, SEs and CIs are then shrunk "
+                        "toward equal strength, as the output says [none: maximum likelihood]")
     p.add_argument("--reference", default=None, metavar="JUDGE",
                    help="compare every judge's ranking with this judge's (e.g. the physicians)")
     p.add_argument("--top-k", type=int, nargs="+", default=None, metavar="K",
@@ -106,7 +120,7 @@ def _table_text(name: str, t: pd.DataFrame) -> str:
         v = t.assign(value=_fmt_ci(t, 2))[["judge", "reference", "metric", "value", "n_models", "n_items", "note"]]
         return v.to_string(index=False)
     if name == "flips":
-        v = t[["judge", "reference", "rank", "higher", "lower", "estimate", "judge_agrees", "n_draws"]]
+        v = t[["judge", "reference", "rank", "higher", "lower", "estimate", "judge_agrees", "n_draws", "note"]]
         return v.rename(columns={"estimate": "p_flip"}).to_string(index=False, float_format=lambda x: f"{x:.3f}")
     return t.to_string(index=False, float_format=lambda x: f"{x:.1f}")
 
@@ -117,6 +131,9 @@ def _cli_rank(args) -> int:
         raise ParameterError(f"--n-boot must be 0 or more (0 = no CI); got {args.n_boot}")
     if not 0 < args.confidence < 1:
         raise ParameterError(f"--confidence must be between 0 and 1, e.g. 0.95; got {args.confidence}")
+    if args.prior is not None and not (math.isfinite(args.prior) and args.prior > 0):
+        raise ParameterError(f"--prior must be a positive number, the precision of the N(0, 1/STRENGTH) prior on "
+                             f"the log-strengths (e.g. --prior 1); got {args.prior}")
     show = list(args.show or (["ratings"] + (["agreement", "flips"] if args.reference else [])))
     if {"agreement", "flips"} & set(show) and not args.reference:
         raise ParameterError("--show agreement/flips compare the judges with a reference: name it with "
@@ -124,11 +141,17 @@ def _cli_rank(args) -> int:
     if args.format == "csv" and len(show) != 1:
         raise ParameterError(f"--format csv prints one table; pick one with --show (asked for {' '.join(show)})")
     comp = rank.read_comparisons(args.file, item=args.item, model_a=args.model_a, model_b=args.model_b,
-                                 verdict=args.verdict, judge=args.judge, unit=args.unit, failed=args.failed or ())
+                                 verdict=args.verdict, judge=args.judge, unit=args.unit, failed=args.failed or (),
+                                 verdict_terms=args.verdict_terms, sep=args.sep, encoding=args.encoding)
     n_failed = int((comp["status"] == "failed").sum())
     if n_failed:
         print(f"medeval: {args.file}: {n_failed} failed verdict(s) counted, not scored", file=sys.stderr)
-    res = rank.rank_models(comp, ties=args.ties, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence)
+    res = rank.rank_models(comp, ties=args.ties, n_boot=args.n_boot, seed=args.seed, confidence=args.confidence,
+                           prior=args.prior)
+    unranked = [j for j in res.judges if np.isfinite(res.point[j]).sum() < 2]
+    for j in unranked:
+        print(f"medeval: {args.file}: judge {j!r} has no ranking: {res.notes[j].removeprefix('no ranking: ')}",
+              file=sys.stderr)
     if args.reference and args.reference not in res.judges:
         raise MedevalError(f"{args.file}: --reference {args.reference!r} is not a judge in column {args.judge!r}; "
                            f"judges: {list(res.judges)}")
@@ -144,15 +167,17 @@ def _cli_rank(args) -> int:
             tables[name] = rank.rank_flips(res, reference=args.reference)
         else:
             tables[name] = rank.elo_spread(rank.elo_ratings(comp, seed=args.seed))
+    rc = 1 if len(unranked) == len(res.judges) else 0  # no judge ranked: the rows say why, the exit code too
     if args.format == "csv":
         sys.stdout.write(next(iter(tables.values())).to_csv(index=False))
-        return 0
+        return rc
     if args.format == "json":
         out = {k.replace("-", "_"): [{c: _jsonable(v) for c, v in rec.items()} for rec in t.to_dict("records")]
                for k, t in tables.items()}
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
-        return 0
-    heads = {"ratings": f"Ratings ({rank.TIE_LABELS[args.ties]})", "win-prob": "Win probabilities: P(model beats "
+        return rc
+    heads = {"ratings": f"Ratings ({rank.TIE_LABELS[args.ties]}"
+             + (f"; {rank.prior_label(args.prior)})" if args.prior else ")"), "win-prob": "Win probabilities: P(model beats "
              "opponent)", "agreement": f"Rank agreement with {args.reference}", "flips": "Adjacent pairs of the "
              "reference's ranking: P(judge orders them the other way)", "elo": "Elo (for comparison): spread over "
              "shuffled orders of the same games"}
@@ -160,5 +185,6 @@ def _cli_rank(args) -> int:
         for name, t in tables.items():
             sys.stdout.write(f"{heads[name]}\n{_table_text(name, t)}\n\n")
     method = f"percentile bootstrap over {'units (' + args.unit + ')' if args.unit else 'items'}, B = {res.n_boot}"
-    sys.stdout.write(f"CIs: {method}, {args.confidence:.0%}; strength = log-strength, mean 0 per judge.\n")
-    return 0
+    prior = f"; {rank.prior_label(args.prior)} (se = posterior sd)" if args.prior else ""
+    sys.stdout.write(f"CIs: {method}, {args.confidence:.0%}; strength = log-strength, mean 0 per judge{prior}.\n")
+    return rc

@@ -533,7 +533,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
               f"notebooks in {base}/<study>/<run>/")
     else:
         where = f"{selected[0]}/{studies[selected[0]].runs[0].name}" if single else "<study>/<run>"
-        print(f"outputs in {base}/{where}/ (notebook, figures/, tables/); the committed figures/ and "
+        print(f"outputs in {base}/{where}/ (notebook, figures/, tables/); the project's own figures/ and "
               "tables/ are untouched (--publish writes them)")
     for r in results:
         if r.status != "ok" or r.calls.n_failed:

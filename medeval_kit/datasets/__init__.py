@@ -10,7 +10,7 @@ Each ``load_*`` returns a :class:`Bundle` whose tables follow :mod:`medeval_kit.
 
 from __future__ import annotations
 
-from medeval_kit.datasets._io import data_dir, read_json, read_jsonl, read_table
+from medeval_kit.datasets._io import data_dir, read_json, read_jsonl, read_table, sniff_text_file
 from medeval_kit.datasets.bundle import Bundle
 from medeval_kit.datasets.grounded import load_grounded_synth, load_mmlu_pro_replication
 from medeval_kit.datasets.medqg import load_medqg_questions, load_medqg_table19, load_srefine_inputs
@@ -33,4 +33,5 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "read_table",
+    "sniff_text_file",
 ]

@@ -90,9 +90,13 @@ def score_responses(df: pd.DataFrame, *, item: str = "item", examinee: str = "ex
 
 def read_responses(path: str | Path, *, item: str = "item", examinee: str = "examinee", choice: str = "choice",
                    key: str = "key", correct: str = "correct", parse_status: str = "parse_status",
-                   offered: str = "offered") -> pd.DataFrame:
-    """Return your responses file (CSV, TSV, JSONL, JSON or Parquet) as a scored ``responses`` table."""
-    df = read_table(path, text=True)
+                   offered: str = "offered", sep: str | None = None, encoding: str | None = None) -> pd.DataFrame:
+    """Return your responses file (CSV, TSV, JSONL, JSON or Parquet) as a scored ``responses`` table.
+
+    ``sep`` / ``encoding``: the CSV/TSV layout, as in :func:`medeval_kit.datasets.read_table` (a file that
+    looks semicolon-separated or is not UTF-8 is an error naming the option to pass).
+    """
+    df = read_table(path, text=True, sep=sep, encoding=encoding)
     return score_responses(df, item=item, examinee=examinee, choice=choice, key=key, correct=correct,
                            parse_status=parse_status, offered=offered, source=str(path))
 

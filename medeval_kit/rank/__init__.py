@@ -18,6 +18,8 @@ order of the games, for comparison only.
 from .compare import rank_agreement, rank_flips
 from .data import (
                    COLUMNS,
+                   MODEL_TERMS,
+                   VERDICT_TERMS,
                    VERDICTS,
                    comparisons,
                    comparisons_from_bundle,
@@ -26,10 +28,10 @@ from .data import (
                    read_comparisons,
 )
 from .elo import elo_ratings, elo_spread
-from .models import TIES, connected, fit_bradley_terry, fit_davidson, information, outcome_probabilities
-from .ratings import TIE_LABELS, RankResult, rank_models
+from .models import TIES, connected, fit_bradley_terry, fit_davidson, graph_problem, information, outcome_probabilities
+from .ratings import TIE_LABELS, RankResult, prior_label, rank_models
 
-__all__ = ["COLUMNS", "VERDICTS", "TIES", "TIE_LABELS", "comparisons", "read_comparisons", "comparisons_from_counts",
+__all__ = ["COLUMNS", "VERDICTS", "VERDICT_TERMS", "MODEL_TERMS", "TIES", "TIE_LABELS", "comparisons", "read_comparisons", "comparisons_from_counts",
            "comparisons_from_bundle", "demo_comparisons", "rank_models", "RankResult", "rank_agreement", "rank_flips",
-           "elo_ratings", "elo_spread", "connected", "fit_bradley_terry", "fit_davidson", "information",
+           "elo_ratings", "elo_spread", "connected", "graph_problem", "prior_label", "fit_bradley_terry", "fit_davidson", "information",
            "outcome_probabilities"]

@@ -73,7 +73,9 @@ def rank_agreement(
         ks = [k for k in (top_k if top_k is not None else sorted({1, max(1, n_m // 2)})) if 0 < k < n_m]
         key = {"judge": j, "reference": reference, "n_models": n_m}
         if n_m < 3:
-            why = (f"{n_m} models ranked by both: a rank correlation needs 3 or more (with 2 it is always +1 "
+            unranked = [x for x in (j, reference) if np.isfinite(result.point[x]).sum() < 2]
+            why = ("; ".join(f"{x}: {result.notes.get(x, '') or 'no ranking'}" for x in unranked) if unranked else
+                   f"{n_m} models ranked by both: a rank correlation needs 3 or more (with 2 it is always +1 "
                    "or -1); see rank_flips for whether the pair is ordered alike")
             for metric in ("kendall_tau", "spearman_rho"):
                 rows.append(result_row(math.nan, n_items=shared, note=why, metric=metric, **key))
@@ -98,7 +100,8 @@ def rank_flips(result: RankResult, *, reference: str | None = None) -> pd.DataFr
     ``reference`` None: each judge's own ranking (how often its adjacent pairs swap across draws). The
     estimate is the share of bootstrap draws in which the judge's strengths put the lower-ranked model of
     the pair above the higher-ranked one; ``judge_agrees`` says whether the judge's own point estimate
-    orders the pair like the reference.
+    orders the pair like the reference. A judge (or reference) without a ranking gets one row, rank 0,
+    NaN, whose note says why.
     """
     if reference is not None:
         _judge(result, reference, "reference")
@@ -107,6 +110,16 @@ def rank_flips(result: RankResult, *, reference: str | None = None) -> pd.DataFr
         base = result.point[reference if reference is not None else j]
         mine = result.point[j]
         fin = np.flatnonzero(np.isfinite(base) & np.isfinite(mine))
+        if len(fin) < 2:  # a row that says why, never a silent drop
+            unranked = [x for x in dict.fromkeys((j, reference if reference is not None else j))
+                        if np.isfinite(result.point[x]).sum() < 2]
+            why = "; ".join(f"{x}: {result.notes.get(x, '') or 'no ranking'}" for x in unranked) or \
+                "fewer than two models ranked by both"
+            rows.append(result_row(math.nan, n_items=len(result.units[j]), note=why, judge=j,
+                                   reference=reference if reference is not None else j, rank=0, higher="",
+                                   lower="", metric="p_flip", judge_agrees=False, n_draws=0,
+                                   strength_gap=math.nan))
+            continue
         order = fin[np.argsort(-base[fin], kind="stable")]
         D = result.draws[j]
         for pos, (hi, lo) in enumerate(zip(order[:-1], order[1:]), start=1):

@@ -20,9 +20,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from medeval_kit.errors import DataFileError, SchemaError
+from medeval_kit.bias.inputs import (
+                                     MODEL_TERMS,
+                                     VERDICT_TERMS,
+                                     model_terms,
+                                     nothing_left_to_score,
+                                     verdict_terms_advice,
+)
+from medeval_kit.errors import DataFileError, ParameterError, SchemaError
 
-__all__ = ["COLUMNS", "VERDICTS", "comparisons", "read_comparisons", "comparisons_from_counts",
+__all__ = ["COLUMNS", "VERDICTS", "VERDICT_TERMS", "MODEL_TERMS", "comparisons", "read_comparisons", "comparisons_from_counts",
            "comparisons_from_bundle", "demo_comparisons"]
 
 COLUMNS = ("item", "unit", "judge", "model_a", "model_b", "verdict", "status", "raw")
@@ -53,20 +60,36 @@ def _tokens(failed: Collection[str] | str) -> set[str]:
     return {t.strip() for t in parts if t.strip()}
 
 
-def _verdict(cell: str | None, a: str, b: str) -> str | None:
-    """A verdict cell in model terms: A/B/tie/neither (any case) or the winning model's own name."""
+def _verdict(term: str | None, cell: str | None, a: str, b: str) -> str | None:
+    """A verdict in model terms A/B/tie from its reading in the vocabulary (``term``: A/B/tie/neither or "?";
+    neither is a tie) or, failing that, the winning model's name in ``cell``."""
     if cell is None:
         return None
-    low = cell.lower()
-    if cell in ("A", "B") or low in ("a", "b"):
-        return low.upper()
-    if low in ("tie", "neither"):
-        return "tie"
+    if term != "?":
+        return "tie" if term == "neither" else term
     if cell == a:
         return "A"
     if cell == b:
         return "B"
     return "?"
+
+
+def _unknown_verdicts(cells: pd.Series, bad: np.ndarray, terms: str, model_a: str, model_b: str,
+                      verdict: str, src: str | None) -> SchemaError:
+    """The located error for unknown verdicts: the --verdict-terms that reads them, --failed only for the rest."""
+    unknown = sorted({str(c) for c in cells[bad]})
+    advice, rest = verdict_terms_advice(unknown, cells.dropna(), terms, allowed=MODEL_TERMS)
+    todo = []
+    if advice:
+        t = advice.rsplit("--verdict-terms ", 1)[-1]
+        todo.append(advice + (f" (verdict_terms={t!r})" if t in MODEL_TERMS else ""))
+    if rest:
+        todo.append(f"if {', '.join(map(repr, rest[:8]))} mean{'s' if len(rest) == 1 else ''} that the judge's reply "
+                    f"could not be parsed, count {'it as a failed verdict' if len(rest) == 1 else 'them as failed verdicts'} "
+                    f"(failed={','.join(rest[:8])!r} / --failed {' '.join(rest[:8])})")
+    return SchemaError(_TABLE, verdict, _rows(bad), f"unknown verdict(s) {unknown[:8]}; expected "
+                       f"{VERDICT_TERMS[terms]} (--verdict-terms {terms}; A: {model_a} won, B: {model_b} won), "
+                       f"the winning model's name, or an empty cell. {'; '.join(todo)}", src)
 
 
 def comparisons(
@@ -80,16 +103,24 @@ def comparisons(
     unit: str | None = None,
     failed: Collection[str] | str = (),
     source: str | None = None,
+    verdict_terms: str = "model",
 ) -> pd.DataFrame:
     """Return the tidy comparisons table from ``df`` with the user's column names (errors name the rows).
 
-    ``verdict`` holds ``A`` (``model_a`` won), ``B``, ``tie`` or ``neither`` (any case), or the name of
-    the winning model itself. Empty cells and the ``failed`` tokens (a list or comma-separated) are
-    failed verdicts: kept with ``status="failed"`` and counted, never ties. ``judge`` names the column
-    of judges (or human groups); None, or ``"judge"`` when absent, means one judge. ``unit`` names the
-    column the bootstrap resamples (default: the item).
+    ``verdict`` holds the winner in the vocabulary ``verdict_terms`` (:data:`VERDICT_TERMS`): ``"model"``
+    reads ``A`` (``model_a`` won), ``B`` as written, ``tie`` or ``neither`` (any case; neither is a tie);
+    ``"model-any-case"`` also ``a``/``b``; ``"arena"`` the Chatbot Arena / MT-bench words ``model_a``,
+    ``model_b``, ``tie``, ``tie (bothbad)``. The name of the winning model itself is read in all three.
+    Empty cells and the ``failed`` tokens (a list or comma-separated) are failed verdicts: kept with
+    ``status="failed"`` and counted, never ties. A table in which no verdict names a winner (e.g. failure
+    tokens that took every verdict) is an error. ``judge`` names the column of judges (or human groups);
+    None, or ``"judge"`` when absent, means one judge. ``unit`` names the column the bootstrap resamples
+    (default: the item).
     """
     src = source
+    if verdict_terms not in MODEL_TERMS:
+        raise ParameterError(f"verdict_terms must be one of {list(MODEL_TERMS)} ("
+                             + "; ".join(f"{t}: {VERDICT_TERMS[t]}" for t in MODEL_TERMS) + f"); got {verdict_terms!r}")
     need = [item, model_a, model_b, verdict]
     if judge and judge != _ONE_JUDGE:
         need.append(judge)
@@ -118,15 +149,17 @@ def comparisons(
     tokens = _tokens(failed)
     cells = d[verdict].map(_text)
     is_failed = cells.isin(tokens).to_numpy() | cells.isna().to_numpy()
-    lab = pd.Series([None if f else _verdict(c, x, y) for c, f, x, y in zip(cells, is_failed, a, b)], dtype=object)
+    terms = model_terms(cells, verdict_terms)
+    lab = pd.Series([None if f else _verdict(t, c, x, y) for t, c, f, x, y in zip(terms, cells, is_failed, a, b)],
+                    dtype=object)
     bad = (lab == "?").to_numpy()
     if bad.any():
-        unknown = sorted({str(c) for c in cells[bad]})
-        raise SchemaError(_TABLE, verdict, _rows(bad), f"unknown verdict(s) {unknown[:8]}; expected A ({model_a} "
-                          f"won), B ({model_b} won), tie or neither, the winning model's name, or an empty cell. If "
-                          f"{', '.join(map(repr, unknown[:8]))} mean that the judge's reply could not be parsed, "
-                          f"count them as failed verdicts (failed={','.join(unknown[:8])!r} / --failed "
-                          f"{' '.join(unknown[:8])})", src)
+        raise _unknown_verdicts(cells, bad, verdict_terms, model_a, model_b, verdict, src)
+    if not lab.isin(["A", "B"]).any():
+        n_ties = int((lab == "tie").sum())
+        raise SchemaError(_TABLE, verdict, [], nothing_left_to_score(cells[is_failed].dropna(), cells.dropna(),
+                                                                     verdict_terms, allowed=MODEL_TERMS, what="rank",
+                                                                     n_ties=n_ties), src)
     judges = (d[judge].map(_text).fillna("") if judge and judge in d.columns
               else pd.Series("all", index=d.index))
     units = d[unit].map(_text) if unit else items
@@ -149,16 +182,21 @@ def read_comparisons(
     judge: str | None = "judge",
     unit: str | None = None,
     failed: Collection[str] | str = (),
+    verdict_terms: str = "model",
+    sep: str | None = None,
+    encoding: str | None = None,
 ) -> pd.DataFrame:
     """Return the tidy comparisons table of a CSV, TSV, JSONL, JSON or Parquet file (errors name file, column, rows).
 
     CSV cells are read as written (a verdict ``NA`` stays text; only an empty cell is missing). A judge
-    column absent under its default name ``judge`` means one judge.
+    column absent under its default name ``judge`` means one judge. ``verdict_terms``: the verdicts'
+    vocabulary, as in :func:`comparisons`. ``sep`` / ``encoding``: the CSV/TSV layout, as in
+    :func:`medeval_kit.datasets.read_table`.
     """
     from medeval_kit.datasets import read_table
 
     try:
-        df = read_table(path, text=True)
+        df = read_table(path, text=True, sep=sep, encoding=encoding)
     except DataFileError:
         raise
     except Exception as exc:  # e.g. a corrupt parquet file
@@ -166,7 +204,7 @@ def read_comparisons(
     if judge == _ONE_JUDGE and judge not in df.columns:
         judge = None
     return comparisons(df, item=item, model_a=model_a, model_b=model_b, verdict=verdict, judge=judge, unit=unit,
-                       failed=failed, source=str(path))
+                       failed=failed, source=str(path), verdict_terms=verdict_terms)
 
 
 def comparisons_from_counts(

@@ -17,7 +17,14 @@ symmetric). Strengths are log-strengths centred to mean zero over the fitted mod
   cross-check this fit against it.
 
 The maximum-likelihood estimate exists (is finite) only when the comparison graph is strongly connected
-(every model both beats, or ties, and loses to, or ties, others along some path); :func:`connected` says so.
+(every model both beats, or ties, and loses to, or ties, others along some path); :func:`connected` says so
+and :func:`graph_problem` names the models that never win or never lose. Real designs often are not (MT-bench:
+every pair includes one model, and some models never win). A ``prior`` (a precision lambda > 0) gives instead
+the maximum a-posteriori estimate under independent Gaussian priors N(0, 1/lambda) on the log-strengths (log
+nu flat): the penalised log-likelihood l(theta) - lambda/2 * sum(theta^2) is strictly concave, so it has one
+finite maximum whatever the graph, shrunk toward equal strength (and mean zero, since l is shift-invariant).
+Bradley-Terry with a prior equals ``choix.opt_pairwise(..., alpha=lambda / 2)`` (choix penalises
+alpha * sum(theta^2)); the tests cross-check both fits.
 Fisher information is computed exactly (exponential family: observed = expected) for Wald SEs.
 """
 
@@ -26,7 +33,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["TIES", "connected", "fit_bradley_terry", "fit_davidson", "information", "outcome_probabilities"]
+__all__ = ["TIES", "connected", "graph_problem", "fit_bradley_terry", "fit_davidson", "information",
+           "outcome_probabilities"]
 
 TIES = ("davidson", "half", "exclude")
 """How ties enter the fit: Davidson's tie parameter, half a win each, or dropped."""
@@ -46,16 +54,80 @@ def connected(W: np.ndarray, T: np.ndarray | None = None) -> bool:
     return n == 1
 
 
+def graph_problem(W: np.ndarray, T: np.ndarray | None = None, names=None) -> str:
+    """Why the comparison graph is not strongly connected, in words ("" when it is).
+
+    Parameters
+    ----------
+    W : numpy.ndarray
+        (K, K) wins of i over j.
+    T : numpy.ndarray, optional
+        (K, K) ties (a tie links both models both ways).
+    names : sequence of str, optional
+        The models' names (default: their indices).
+
+    Returns
+    -------
+    str
+        The groups of models never compared with each other, the models that never win (nor tie) and those
+        that never lose (nor tie); or, when no single model explains it, the group that never loses to the rest.
+
+    Examples
+    --------
+    >>> W = np.array([[0, 3, 2], [1, 0, 0], [0, 0, 0]])   # x beats w and y, w beats x, y never wins
+    >>> graph_problem(W, names=["x", "w", "y"])
+    'never win: y'
+    >>> W = np.array([[0, 2, 1, 1], [1, 0, 1, 1], [0, 0, 0, 1], [0, 0, 1, 0]])
+    >>> graph_problem(W, names=["a", "b", "c", "d"])
+    'a, b never lose to c, d'
+    """
+    A = np.asarray(W) > 0
+    if T is not None:
+        A = A | (np.asarray(T) > 0)
+    K = A.shape[0]
+    names = [str(n) for n in (names if names is not None else range(K))]
+    if K < 2:
+        return "fewer than two models"
+    if connected(A.astype(float)):
+        return ""
+    parts = []
+    n_weak, lab = connected_components((A | A.T).astype(np.int8), directed=False)
+    if n_weak > 1:
+        groups = [", ".join(names[i] for i in np.flatnonzero(lab == g)) for g in range(n_weak)]
+        parts.append(f"the models fall into {n_weak} groups never compared with each other: " + " | ".join(groups))
+    never_win = [names[i] for i in range(K) if not A[i].any()]
+    never_lose = [names[i] for i in range(K) if not A[:, i].any()]
+    if never_win:
+        parts.append("never win: " + ", ".join(never_win))
+    if never_lose:
+        parts.append("never lose: " + ", ".join(never_lose))
+    if n_weak == 1 and not (never_win or never_lose):  # no one model explains it: the group that never loses
+        n_s, comp = connected_components(A.astype(np.int8), directed=True, connection="strong")
+        for c in range(n_s):
+            inside = comp == c
+            if (~inside).any() and not A[np.ix_(~inside, inside)].any():  # nothing outside beats (or ties) it
+                who = ", ".join(names[i] for i in np.flatnonzero(inside))
+                rest = ", ".join(names[i] for i in np.flatnonzero(~inside))
+                parts.append(f"{who} never lose to {rest}")
+    return "; ".join(parts)
+
+
 def fit_bradley_terry(W: np.ndarray, *, start: np.ndarray | None = None, max_iter: int = 1000,
-                      tol: float = 1e-12) -> np.ndarray:
+                      tol: float = 1e-12, prior: float | None = None) -> np.ndarray:
     """Return mean-zero Bradley-Terry log-strengths of one (K, K) win matrix (NaN when no finite MLE exists).
 
-    ``W[i, j]`` counts wins of i over j (fractions allowed); ``start`` are starting log-strengths.
+    ``W[i, j]`` counts wins of i over j (fractions allowed); ``start`` are starting log-strengths. ``prior``
+    (a precision lambda > 0): the maximum a-posteriori estimate under N(0, 1/lambda) priors on the
+    log-strengths, finite whatever the comparison graph (equal to ``choix.opt_pairwise`` with
+    ``alpha = lambda / 2``).
     """
     import choix
 
     W = np.asarray(W, dtype=float)
     K = W.shape[0]
+    if prior:
+        theta, _, conv = _newton(W[None], None, max_iter=_MAX_ITER, tol=_TOL, prior=prior)
+        return theta[0] if conv[0] else np.full(K, np.nan)
     if not connected(W):
         return np.full(K, np.nan)
     theta = choix.ilsr_pairwise_dense(W, alpha=0.0, initial_params=start, max_iter=max_iter, tol=tol)
@@ -119,12 +191,15 @@ def _outcome_counts(W: np.ndarray, T: np.ndarray | None, I, J) -> np.ndarray:
     return np.stack(cols, axis=-1).astype(float)
 
 
-def fit_davidson(W: np.ndarray, T: np.ndarray, *, max_iter: int = _MAX_ITER, tol: float = _TOL):
+def fit_davidson(W: np.ndarray, T: np.ndarray, *, max_iter: int = _MAX_ITER, tol: float = _TOL,
+                 prior: float | None = None):
     """Return (log-strengths (B, K) mean-zero, log nu (B,), converged (B,)) of Davidson fits, batched over draws.
 
     ``W`` and ``T`` are (K, K) or (B, K, K). Draws without a finite MLE (graph not strongly connected, or
     all outcomes ties) are NaN; draws without any tie have nu = 0 (log nu = -inf) and Bradley-Terry
-    strengths.
+    strengths. ``prior`` (a precision lambda > 0): the maximum a-posteriori estimate under N(0, 1/lambda)
+    priors on the log-strengths (log nu flat), finite whatever the graph; only a draw without any win
+    (all ties: nu unbounded) stays NaN.
     """
     W = np.asarray(W, dtype=float)
     T = np.asarray(T, dtype=float)
@@ -134,56 +209,88 @@ def fit_davidson(W: np.ndarray, T: np.ndarray, *, max_iter: int = _MAX_ITER, tol
     theta = np.full((B, K), np.nan)
     lam = np.full(B, np.nan)
     conv = np.zeros(B, dtype=bool)
-    ok = np.array([connected(W[b], T[b]) for b in range(B)])
+    ok = np.ones(B, dtype=bool) if prior else np.array([connected(W[b], T[b]) for b in range(B)])
     n_tie = T.sum((1, 2)) / 2
     n_win = W.sum((1, 2))
     ok &= n_win > 0
     with_tie = ok & (n_tie > 0)
     no_tie = ok & (n_tie == 0)
-    for b in np.flatnonzero(no_tie):
+    if prior and no_tie.any():  # Bradley-Terry with the prior, batched
+        sel = np.flatnonzero(no_tie)
+        theta[sel], _, conv[sel] = _newton(W[sel], None, max_iter=max_iter, tol=tol, prior=prior)
+        lam[sel] = -np.inf
+        theta[sel[~conv[sel]]] = np.nan
+    for b in np.flatnonzero(no_tie) if not prior else ():
         theta[b] = fit_bradley_terry(W[b])
         lam[b] = -np.inf
         conv[b] = np.isfinite(theta[b]).all()
     sel = np.flatnonzero(with_tie)
     if sel.size:
-        t, lm, c = _newton(W[sel], T[sel], n_tie[sel], n_win[sel], max_iter, tol)
+        t, lm, c = _newton(W[sel], T[sel], max_iter=max_iter, tol=tol, prior=prior)
         theta[sel], lam[sel], conv[sel] = t, lm, c
     return theta, lam, conv
 
 
-def _newton(W, T, n_tie, n_win, max_iter: int, tol: float):
-    """Batched Newton-Raphson with step halving for Davidson's model (model 0 held at 0, then centred)."""
+def _penalised(ll, theta, prior):
+    """The log-likelihood minus the Gaussian prior's penalty prior/2 * sum(theta^2) (per draw)."""
+    return ll - (prior / 2) * (theta ** 2).sum(-1) if prior else ll
+
+
+def _newton(W, T, *, max_iter: int, tol: float, prior: float | None = None):
+    """Batched Newton-Raphson with step halving for Davidson's model (``T`` None: Bradley-Terry).
+
+    Without a prior, model 0 is held at 0 (the likelihood is shift-invariant), then the strengths are
+    centred; with a prior every strength is free (the penalty makes the system definite) and the maximum is
+    mean-zero by itself.
+    """
     B, K, _ = W.shape
     I, J = _pairs(K)
+    with_tie = T is not None
     n_obs = _outcome_counts(W, T, I, J)
     theta = np.zeros((B, K))
-    # equal strengths: P(tie) = nu / (2 + nu), so start nu at the observed tie share
-    share = n_tie / (n_tie + n_win)
-    lam = np.log(2 * share / (1 - share))
+    if with_tie:
+        # equal strengths: P(tie) = nu / (2 + nu), so start nu at the observed tie share
+        n_tie, n_win = T.sum((1, 2)) / 2, W.sum((1, 2))
+        share = n_tie / (n_tie + n_win)
+        lam = np.log(2 * share / (1 - share))
+    else:
+        lam = None
+    dim = K + (1 if with_tie else 0)
+    pen = np.zeros(dim)
+    pen[:K] = prior or 0.0
+    free = np.r_[0:dim] if prior else np.r_[1:dim]  # without a prior model 0 is held at 0
     active = np.ones(B, dtype=bool)
-    ll = _loglik(theta, lam, n_obs, I, J)
+    ll = _penalised(_loglik(theta, lam, n_obs, I, J), theta, prior)
     for _ in range(max_iter):
         a = np.flatnonzero(active)
         if a.size == 0:
             break
-        g, info = _grad_info(theta[a], lam[a], n_obs[a], I, J, K)
-        free = np.r_[1:K + 1]  # drop model 0 (held at 0) from the system
+        la = lam[a] if with_tie else None
+        g, info = _grad_info(theta[a], la, n_obs[a], I, J, K)
+        g = g - pen * np.concatenate([theta[a], np.zeros((a.size, dim - K))], axis=1)
+        info = info + np.diag(pen)
         step = np.linalg.solve(info[:, free[:, None], free[None, :]], g[:, free][..., None])[..., 0]
-        full = np.zeros((a.size, K + 1))
+        full = np.zeros((a.size, dim))
         full[:, free] = step
-        t_new, l_new = theta[a] + full[:, :K], lam[a] + full[:, K]
-        ll_new = _loglik(t_new, l_new, n_obs[a], I, J)
+        t_new = theta[a] + full[:, :K]
+        l_new = lam[a] + full[:, K] if with_tie else None
+        ll_new = _penalised(_loglik(t_new, l_new, n_obs[a], I, J), t_new, prior)
         for _half in range(30):  # step halving keeps every update uphill
             worse = ll_new < ll[a] - 1e-12
             if not worse.any():
                 break
             full[worse] /= 2
-            t_new[worse], l_new[worse] = theta[a][worse] + full[worse, :K], lam[a][worse] + full[worse, K]
-            ll_new[worse] = _loglik(t_new[worse], l_new[worse], n_obs[a][worse], I, J)
-        theta[a], lam[a], ll[a] = t_new, l_new, ll_new
+            t_new[worse] = theta[a][worse] + full[worse, :K]
+            if with_tie:
+                l_new[worse] = lam[a][worse] + full[worse, K]
+            ll_new[worse] = _penalised(_loglik(t_new[worse], l_new[worse] if with_tie else None, n_obs[a][worse],
+                                               I, J), t_new[worse], prior)
+        theta[a], ll[a] = t_new, ll_new
+        if with_tie:
+            lam[a] = l_new
         active[a[np.abs(full).max(1) < tol]] = False
     theta = theta - theta.mean(1, keepdims=True)
-    return theta, lam, ~active
+    return theta, (lam if with_tie else np.full(B, -np.inf)), ~active
 
 
 def information(theta: np.ndarray, W: np.ndarray, T: np.ndarray | None = None,

@@ -20,9 +20,9 @@ from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import percentile_interval, resample_counts
 
 from .data import COLUMNS
-from .models import TIES, fit_bradley_terry, fit_davidson, information, outcome_probabilities
+from .models import TIES, fit_bradley_terry, fit_davidson, graph_problem, information, outcome_probabilities
 
-__all__ = ["RankResult", "rank_models", "TIE_LABELS"]
+__all__ = ["RankResult", "rank_models", "TIE_LABELS", "prior_label"]
 
 _CHUNK = 100  # bootstrap draws generated at a time (fixed, so the draws do not depend on memory)
 
@@ -44,6 +44,8 @@ class RankResult:
     judge, model and opponent, metric ``p_win`` (with ``p_tie``, ``p_loss``, ``expected_score`` =
     P(win) + P(tie)/2 and the observed pair counts). ``point[judge]`` and ``draws[judge]`` (n_boot x
     models) hold the strengths in ``models`` order (NaN: not estimable), on the same unit draws for all judges.
+    ``prior``: the precision of the Gaussian prior on the log-strengths (None: maximum likelihood); under a
+    prior the strengths, SEs (posterior SDs) and CIs are those of the shrunk estimate, as their notes say.
     """
 
     ratings: pd.DataFrame
@@ -59,6 +61,7 @@ class RankResult:
     confidence: float
     seed: int
     notes: Mapping[str, str] = field(default_factory=dict)
+    prior: float | None = None
 
     def to_frame(self) -> pd.DataFrame:
         """Return the ratings rows (strength and rank per judge and model)."""
@@ -73,7 +76,7 @@ class RankResult:
     def summary(self) -> str:
         """Return one line per judge: its ranking with strengths and rank intervals."""
         lines = [f"Bradley-Terry ranking ({TIE_LABELS[self.ties]}); {int(self.confidence * 100)}% "
-                 f"bootstrap CIs, B = {self.n_boot}"]
+                 f"bootstrap CIs, B = {self.n_boot}" + (f"; {prior_label(self.prior)}" if self.prior else "")]
         for j in self.judges:
             d = self.ratings[(self.ratings["judge"] == j)]
             s = d[d["metric"] == "strength"].set_index("model")
@@ -82,7 +85,9 @@ class RankResult:
             parts = [f"{m} {s.at[m, 'estimate']:+.2f} (rank {r.at[m, 'ci_low']:.0f}-{r.at[m, 'ci_high']:.0f})"
                      if np.isfinite(r.at[m, "ci_low"]) else f"{m} {s.at[m, 'estimate']:+.2f}" for m in order]
             n = int(s["n_items"].iloc[0]) if len(s) else 0
-            lines.append(f"  {j} (n = {n}): " + " > ".join(parts))
+            why = (self.notes.get(j, "") or "no strengths").removeprefix("no ranking: ")
+            text = " > ".join(parts) if len(order) >= 2 else f"no ranking: {why}"
+            lines.append(f"  {j} (n = {n}): " + text)
         return "\n".join(lines)
 
 
@@ -103,15 +108,43 @@ def _counts(rows: pd.DataFrame, unit_index: Mapping[str, int], model_index: Mapp
     return Fw, Ft
 
 
-def _fit(W: np.ndarray, T: np.ndarray, ties: str, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Log-strengths (B, k) and log nu (B,) for count arrays (B, k, k); NaN where no finite MLE exists."""
+def prior_label(prior: float | None) -> str:
+    """How a prior is stated next to the estimates, CIs and SEs it shrinks ("" without a prior).
+
+    Parameters
+    ----------
+    prior : float or None
+        The precision lambda of the N(0, 1/lambda) prior on each log-strength.
+
+    Returns
+    -------
+    str
+        e.g. "with prior 1 (log-strengths ~ N(0, sd 1)): shrunk toward equal strength".
+
+    Examples
+    --------
+    >>> prior_label(4.0)
+    'with prior 4 (log-strengths ~ N(0, sd 0.5)): shrunk toward equal strength'
+    """
+    if not prior:
+        return ""
+    return (f"with prior {prior:g} (log-strengths ~ N(0, sd {1 / math.sqrt(prior):.3g})): shrunk toward equal "
+            "strength")
+
+
+def _fit(W: np.ndarray, T: np.ndarray, ties: str, start: np.ndarray | None = None,
+         prior: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Log-strengths (B, k) and log nu (B,) for count arrays (B, k, k); NaN where no finite estimate exists."""
     B, k, _ = W.shape
     if ties == "davidson":
-        theta, lam, conv = fit_davidson(W, T)
+        theta, lam, conv = fit_davidson(W, T, prior=prior)
         theta[~conv] = np.nan
         return theta, lam
     comp = W + T / 2 if ties == "half" else W
-    theta = np.stack([fit_bradley_terry(comp[b], start=start) for b in range(B)]) if B else np.zeros((0, k))
+    if prior:
+        theta = (fit_davidson(comp, np.zeros_like(comp), prior=prior)[0] if B else np.zeros((0, k)))
+    else:
+        theta = np.stack([fit_bradley_terry(comp[b], start=start) for b in range(B)]) if B else np.zeros((0, k))
     return theta, np.full(B, np.nan)
 
 
@@ -124,7 +157,10 @@ def _ranks(theta: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check(comparisons: pd.DataFrame, ties: str, n_boot: int, confidence: float) -> None:
+def _check(comparisons: pd.DataFrame, ties: str, n_boot: int, confidence: float, prior: float | None) -> None:
+    if prior is not None and not (isinstance(prior, (int, float)) and math.isfinite(prior) and prior > 0):
+        raise ParameterError(f"prior must be a positive number, the precision of the N(0, 1/prior) prior on the "
+                             f"log-strengths (e.g. 1.0), or None for none; got {prior!r}")
     missing = [c for c in COLUMNS if c not in comparisons.columns]
     if missing:
         raise SchemaError("comparisons", missing[0], [], f"missing column(s) {missing}: build the table with "
@@ -144,15 +180,22 @@ def rank_models(
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    prior: float | None = None,
 ) -> RankResult:
     """Return Bradley-Terry (``ties="half"``/``"exclude"``) or Davidson (``"davidson"``) ratings per judge.
 
     ``comparisons`` is the tidy table of :func:`medeval_kit.rank.comparisons`. CIs are percentile
     intervals over ``n_boot`` draws of units with replacement, the same draws for every judge; a draw
     whose comparison graph is not strongly connected has no finite MLE and is left out (counted in the
-    note). A judge whose own data are not strongly connected gets NaN strengths with the reason.
+    note). A judge whose own data are not strongly connected gets rows with NaN strengths whose note
+    names the models that never win or never lose (:func:`~medeval_kit.rank.graph_problem`).
+
+    ``prior`` (a precision lambda > 0, e.g. 1.0) ranks such judges too: the maximum a-posteriori estimate
+    under independent N(0, 1/lambda) priors on the log-strengths, which is finite whatever the graph and
+    shrunk toward equal strength. Every judge is then fitted with it; the ``prior`` column, ``ci_method``
+    and ``note`` say so (SEs are posterior SDs, from the penalised information).
     """
-    _check(comparisons, ties, n_boot, confidence)
+    _check(comparisons, ties, n_boot, confidence, prior)
     d = comparisons.reset_index(drop=True)
     models = tuple(sorted(set(d["model_a"]) | set(d["model_b"])))
     judges = tuple(dict.fromkeys(d["judge"].astype(str)))
@@ -162,7 +205,8 @@ def rank_models(
     K, U = len(models), len(units)
     rows, wp_rows = [], []
     point, draws, judge_units, log_nus, notes = {}, {}, {}, {}, {}
-    method = f"percentile bootstrap over units (B = {n_boot})" if n_boot > 0 else ""
+    method = (f"percentile bootstrap over units (B = {n_boot})" + (f", {prior_label(prior)}" if prior else "")
+              if n_boot > 0 else "")
     scored, sparse_counts = {}, {}
     for j in judges:
         dj = d[d["judge"].astype(str) == j]
@@ -191,23 +235,40 @@ def rank_models(
         lam0 = np.nan
         lam_reps = np.full(n_boot, np.nan)
         note = ""
+        problem = ""
         if len(idx) >= 2:
             sub = np.ix_(idx, idx)
-            t0, l0 = _fit(W0[sub][None], T0[sub][None], ties)
+            problem = graph_problem(W0[sub], T0[sub], [models[i] for i in idx])
+            t0, l0 = _fit(W0[sub][None], T0[sub][None], ties, prior=prior)
             theta[idx], lam0 = t0[0], float(l0[0])
             if not np.isfinite(t0).all():
-                note = ("no finite strengths: the comparison graph is not strongly connected (some model never "
-                        "loses or never wins, or the models fall into groups never compared)")
-            elif n_boot:
-                Wb = boot[j][0].reshape(-1, K, K)[:, idx[:, None], idx[None, :]]
-                Tb = boot[j][1].reshape(-1, K, K)[:, idx[:, None], idx[None, :]]
-                tb, lam_reps = _fit(Wb, Tb, ties, start=t0[0])
-                reps[:, idx] = tb
-                bad = int((~np.isfinite(tb).all(1)).sum())
-                if bad:
-                    note = f"{bad} of {n_boot} bootstrap draws had no finite MLE (left out of the CIs)"
+                if W0[sub].sum() == 0:
+                    why = "no verdict names a winner (only ties)"
+                elif problem:
+                    why = f"the comparison graph is not strongly connected: {problem}"
+                else:
+                    why = "the fit did not converge"
+                note = f"no ranking: {why}" + ("" if prior or not problem else
+                                               ". Maximum likelihood puts such models at +/- infinity; rank with "
+                                               "a prior (--prior 1 / prior=1.0) to shrink toward equal strength")
+            else:
+                if problem:
+                    note = (f"the comparison graph is not strongly connected ({problem}): the prior orders what "
+                            "the data cannot")
+                if n_boot:
+                    Wb = boot[j][0].reshape(-1, K, K)[:, idx[:, None], idx[None, :]]
+                    Tb = boot[j][1].reshape(-1, K, K)[:, idx[:, None], idx[None, :]]
+                    tb, lam_reps = _fit(Wb, Tb, ties, start=t0[0], prior=prior)
+                    reps[:, idx] = tb
+                    bad = int((~np.isfinite(tb).all(1)).sum())
+                    if bad:
+                        what = "no finite estimate (no win in the draw)" if prior else "no finite MLE"
+                        note = "; ".join(filter(None, [note, f"{bad} of {n_boot} bootstrap draws had {what} "
+                                                              "(left out of the CIs)"]))
+                if prior:
+                    note = "; ".join(filter(None, [note, f"{prior_label(prior)}; se = posterior sd"]))
         else:
-            note = "fewer than two models with scored comparisons"
+            note = "no ranking: fewer than two models with scored comparisons"
         point[j], draws[j], log_nus[j], notes[j] = theta, reps, lam0, note
         judge_units[j] = frozenset(ok["unit"].astype(str))
         se = np.full(K, np.nan)
@@ -216,6 +277,8 @@ def rank_models(
             use_tie = ties == "davidson" and np.isfinite(lam0)
             W_fit = W0[sub] + (T0[sub] / 2 if ties == "half" else 0)
             info = information(theta[idx], W_fit, T0[sub] if use_tie else None, lam0 if use_tie else None)
+            if prior:  # the prior's precision on each log-strength: posterior (Laplace) covariance
+                info[np.arange(len(idx)), np.arange(len(idx))] += prior
             se[idx] = np.sqrt(np.clip(np.diag(np.linalg.pinv(info))[:len(idx)], 0, None))
         rk = _ranks(theta[idx][None])[0] if len(idx) else np.array([])
         rk_full = np.full(K, np.nan)
@@ -236,7 +299,7 @@ def rank_models(
                       + ((mine["model_b"] == m) & (mine["verdict"] == "B")).sum())
             tied = int((mine["verdict"] == "tie").sum())
             extra = {"n_comparisons": len(mine), "wins": won, "losses": len(mine) - won - tied, "ties": tied,
-                     "log_nu": lam0, "ties_policy": ties}
+                     "log_nu": lam0, "ties_policy": ties, "prior": float(prior) if prior else math.nan}
             why = note if np.isfinite(theta[k]) or note else "no scored comparisons of this model"
             for metric, est, rep, se_k in (("strength", theta[k], reps[:, k], se[k]),
                                            ("rank", rk_full[k], rk_reps[:, k], np.nan)):
@@ -252,7 +315,7 @@ def rank_models(
     wp = result_frame(wp_rows, keys=["judge", "model", "opponent", "metric"])
     return RankResult(ratings=ratings, win_probability=wp, models=models, judges=judges, ties=ties, point=point,
                       draws=draws, units=judge_units, log_nu=log_nus, n_boot=int(n_boot),
-                      confidence=confidence, seed=seed, notes=notes)
+                      confidence=confidence, seed=seed, notes=notes, prior=float(prior) if prior else None)
 
 
 def _win_probability_rows(judge, models, theta, lam0, reps, lam_reps, ties, W0, T0, confidence, method, n_items,

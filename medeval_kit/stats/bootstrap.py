@@ -3,6 +3,13 @@
 Items are drawn with replacement ``n_boot`` times; a statistic that is a function of per-item
 sums is evaluated for all replicates at once as ``counts @ features``. Intervals are percentile or
 BCa (with a jackknife acceleration).
+
+No interval is made from fewer than :data:`MIN_CI_ITEMS` items (:func:`ci_not_computed` says so in a
+note): with n items the bootstrap has at most C(2n - 1, n) distinct resamples (92 at n = 5, 48,620 at
+n = 10), its quantiles are a handful of values, and percentile intervals cover far below their level
+(a single item gives the degenerate interval [est, est]). Ten items is the floor where the agreement
+coefficients' bootstrap starts to be a distribution; the large-sample analytic SEs of kappa need at
+least as many.
 """
 
 from __future__ import annotations
@@ -13,7 +20,37 @@ from collections.abc import Iterator
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["item_draws", "resample_counts", "bootstrap_means", "percentile_interval", "interval"]
+__all__ = ["MIN_CI_ITEMS", "ci_not_computed", "item_draws", "resample_counts", "bootstrap_means",
+           "percentile_interval", "interval"]
+
+MIN_CI_ITEMS = 10
+"""The fewest items an agreement CI is computed from (see the module docstring)."""
+
+
+def ci_not_computed(n_items: int, *, min_items: int = MIN_CI_ITEMS) -> str:
+    """Return why no CI is computed from ``n_items`` items ("" when there are enough).
+
+    Parameters
+    ----------
+    n_items : int
+        The items the statistic rests on (those that carry its labels).
+    min_items : int
+        The floor, :data:`MIN_CI_ITEMS` unless told.
+
+    Returns
+    -------
+    str
+        ``"CI not computed: n_items = 1 < 10"`` below the floor, else ``""``.
+
+    Examples
+    --------
+    >>> ci_not_computed(1)
+    'CI not computed: n_items = 1 < 10'
+    >>> ci_not_computed(10)
+    ''
+    """
+    n = int(n_items)
+    return f"CI not computed: n_items = {n} < {min_items}" if n < min_items else ""
 
 
 def item_draws(n: int, n_boot: int, rng: np.random.Generator) -> np.ndarray:

@@ -4,6 +4,8 @@ Each takes the tidy result table and ``ax=None`` and returns the Figure."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
@@ -60,6 +62,15 @@ def _heat_cells(pairs: pd.DataFrame, raters: list) -> tuple[np.ndarray, list[lis
     return M, txt, [w for w in why if w]
 
 
+def _hidden_note(pairs: pd.DataFrame) -> str:
+    """``"2 of 21 rater pairs share fewer than 10 items"`` when the table hid pairs (its note says so), else ""."""
+    for n in pairs.get("note", pd.Series(dtype=object)).dropna().astype(str):
+        m = re.search(r"(\d+ of \d+ rater pairs share fewer than \d+ items)", n)
+        if m:
+            return m.group(1)
+    return ""
+
+
 def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = None, width="single", ax=None):
     """Heatmap of a :func:`~medeval_kit.agreement.pairwise_matrix` table; cells show estimate and CI."""
     raters = order or list(dict.fromkeys(list(pairs["rater_a"]) + list(pairs["rater_b"])))
@@ -68,19 +79,23 @@ def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = N
     with paper_style():
         fig, ax = _axes(ax, width, aspect=0.85)
         im = ax.imshow(M, vmin=min(0.0, np.nanmin(M) if np.isfinite(M).any() else 0.0), vmax=1.0, cmap="viridis")
+        hidden = _hidden_note(pairs)
         for i in range(R):
             for j in range(R):
                 if txt[i][j]:
                     v = M[i, j]
                     ax.text(j, i, txt[i][j], ha="center", va="center", fontsize=5,
                             color="black" if np.isfinite(v) and v > 0.6 else "white")
+                elif hidden and i != j:
+                    ax.text(j, i, "hidden", ha="center", va="center", fontsize=5, color="0.5")
         ax.set_xticks(range(R), raters, rotation=45, ha="right")
         ax.set_yticks(range(R), raters)
         metric = metric_label(pairs["metric"].iloc[0] if len(pairs) else "estimate")
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=metric)
         ax.set_title(title or f"{metric} per rater pair (95% CI)")
-        if why:
-            ax.set_xlabel(f"no CI: {'; '.join(sorted(set(why)))}")
+        foot = ([f"no CI: {'; '.join(sorted(set(why)))}"] if why else []) + ([f"hidden: {hidden}"] if hidden else [])
+        if foot:
+            ax.set_xlabel("\n".join(foot))
         for s in ax.spines.values():
             s.set_visible(False)
     return fig
