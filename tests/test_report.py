@@ -17,6 +17,7 @@ from medeval_kit.cli.report import (
     show_ours,
 )
 from medeval_kit.errors import SchemaError
+from medeval_kit.repro.published import STATUSES
 
 
 @pytest.fixture()
@@ -25,11 +26,11 @@ def outputs(tmp_path):
     (tmp_path / "figures" / "s1").mkdir(parents=True)
     pd.DataFrame([
         {"paper": "p-2024", "source": "Table 1", "quantity": "kappa 1-2", "published": "0.85", "ours": "0.852",
-         "status": "reproduced", "note": ""},
+         "status": "reproduced", "kind": "printed", "note": "ours rounds to 0.85"},
         {"paper": "p-2024", "source": "Table 9", "quantity": "share", "published": "42.5%", "ours": "0.575",
-         "status": "differs", "note": "Table 19 disagrees with Table 9"},
+         "status": "differs", "kind": "printed", "note": "Table 19 disagrees with Table 9"},
         {"paper": "q-2025", "source": "§3", "quantity": "judge prefs", "published": "12", "ours": "",
-         "status": "not recoverable", "note": "files not public"},
+         "status": "not recoverable", "kind": "printed", "note": "files not public"},
     ]).to_csv(tmp_path / "tables" / "s1" / "published_numbers.csv", index=False)
     (tmp_path / "figures" / "s1" / "f.json").write_text(json.dumps(
         {"figure": "f", "files": ["f.png"], "notebook": "n.ipynb", "parameters": {"a": 1}, "data_hash": "x"}))
@@ -58,16 +59,20 @@ def test_report_lists_numbers_figures_and_tables(outputs):
     assert 'src="../' not in html and "<link" not in html
     assert "(../figures/s1/f.png)" in md
     assert "published_numbers" in md  # the table itself is listed among the tables
-    assert "1 figures" in rep.summary() and "reproduced: 1" in rep.summary()
+    assert "1 figures" in rep.summary() and "✓ 1 reproduced" in rep.summary()
+    # the headline counts printed numbers, each once, in both files
+    head = "3 printed numbers (+0 derived checks) from 2 papers, checked 3 times in 1 studies."
+    assert head in md and head in html and head in rep.summary()
 
 
 def test_summary_comes_first_with_counts_per_paper(outputs):
     html = build_report(outputs).html_path.read_text()
     assert html.index('<section id="summary">') < html.index("<details")
     summary = html[html.index('<section id="summary">'):html.index("</section>")]
-    # p-2024: 1 reproduced, 1 differs, 0 not recoverable; q-2025: 0, 0, 1 (the row order of the summary table)
+    # reproduced, consistent, differs, not recoverable, printed numbers, derived: p-2024 1, 0, 1, 0, 2, 0;
+    # q-2025 0, 0, 0, 1, 1, 0 (the row order of the summary table)
     cells = re.findall(r'<td class="num">(\d+)</td>', summary)
-    assert cells == ["1", "1", "0", "2", "0", "0", "1", "1"]
+    assert cells == ["1", "0", "1", "0", "2", "0", "0", "0", "0", "1", "1", "0"]
     assert "no data file data/published/p-2024.yaml" in summary
 
 
@@ -83,11 +88,11 @@ def test_summary_cites_the_paper_data_file(outputs):
 
 
 def test_statuses_read_without_colour(outputs):
-    """Okabe-Ito blue / orange and grey, and every status also carries its symbol and word."""
+    """Okabe-Ito blue, sky blue, orange and grey, and every status also carries its symbol and word."""
     html = build_report(outputs).html_path.read_text()
-    assert "#0072B2" in html and "#E69F00" in html
+    assert "#0072B2" in html and "#56B4E9" in html and "#E69F00" in html
     badges = re.findall(r'<span class="badge ([a-z-]+)">([^<]*)</span>', html)
-    assert {b for b, _ in badges} == {"reproduced", "differs", "not-recoverable"}
+    assert {b for b, _ in badges} == {"reproduced", "consistent", "differs", "not-recoverable"}  # with the rules
     for cls, text in badges:
         status = cls.replace("-", " ")
         assert SYMBOLS[status] in text and status in text, (cls, text)
@@ -111,6 +116,8 @@ def test_text_from_data_is_escaped(outputs):
     ("20", "25.0", "25"),
     ("87.5%", 0.875, "87.5%"),  # a percentage: ours x 100 at the printed decimals
     ("42.5%", "0.575", "57.5%"),
+    ("35%", "0.575", "57.5%"),  # 23/40: a tie at the printed precision keeps its digit (never 57%)
+    ("57%", 23 / 40, "57.5%"),
     ("65%", 0.65, "65%"),
     ("0.3340", -0.30081496336545066, "-0.3008"),  # the printed trailing zero sets four decimals
     ("-1.0", "-1.0", "-1.0"),
@@ -145,10 +152,13 @@ def test_paper_counts_count_a_number_checked_by_two_studies_once():
         {"study": "b", "paper": "p-2024", "source": "T2", "quantity": "n", "published": "12", "status": "differs"},
         {"study": "b", "paper": "q-2025", "source": "T3", "quantity": "m", "published": "3", "status": "not recoverable"},
     ])
-    got = paper_counts(rows).set_index("paper")
-    assert got.loc["p-2024", ["reproduced", "differs", "not recoverable", "numbers", "checks"]].tolist() == [1, 1, 0, 2, 3]
+    got = paper_counts(rows).set_index("paper")  # no kind column: all printed
+    assert got.loc["p-2024", ["reproduced", "consistent", "differs", "not recoverable", "numbers", "derived",
+                              "checks"]].tolist() == [1, 0, 1, 0, 2, 0, 3]
     assert got.loc["p-2024", "studies"] == "a, b"
     assert got.loc["q-2025", ["reproduced", "differs", "not recoverable", "numbers"]].tolist() == [0, 0, 1, 1]
+    derived = paper_counts(rows.assign(kind=["printed", "printed", "derived", "printed"])).set_index("paper")
+    assert derived.loc["p-2024", ["reproduced", "differs", "numbers", "derived", "checks"]].tolist() == [1, 0, 1, 1, 3]
 
 
 def test_bad_published_table_is_named(outputs):
@@ -160,7 +170,7 @@ def test_bad_published_table_is_named(outputs):
 
 @pytest.mark.parametrize("bad", ["close enough", "not recoverable from public data", "Reproduced"])
 def test_unknown_status_is_an_error(outputs, bad):
-    # no normalising of free-text statuses: exactly reproduced, differs or not recoverable
+    # no normalising of free-text statuses: exactly reproduced, consistent, differs or not recoverable
     p = outputs / "tables" / "s1" / "published_numbers.csv"
     df = pd.read_csv(p, dtype=str, keep_default_na=False)
     df.loc[0, "status"] = bad
@@ -179,24 +189,27 @@ def test_a_status_the_rule_does_not_give_is_an_error(outputs):
         collect_published(outputs)
 
 
-# Published numbers that the golden tests check (test_repro, test_agreement, test_rounds*, test_generate*,
-# test_bias): (canonical paper id, value as printed, expected status).
+# Published numbers that the golden tests check (test_repro, test_published_rules, test_agreement, test_rounds*,
+# test_generate*, test_bias): (canonical paper id, value as printed, expected status).
 GOLDEN = [
     ("pandalm-2024", "0.85", "reproduced"), ("pandalm-2024", "0.88", "reproduced"),
     ("pandalm-2024", "0.86", "reproduced"), ("pandalm-2024", "105", "reproduced"),
     ("pandalm-2024", "422", "reproduced"), ("pandalm-2024", "472", "reproduced"),
-    ("mcqg-srefine-2025", "87.5%", "reproduced"), ("mcqg-srefine-2025", "0.66722", "reproduced"),
-    ("mcqg-srefine-2025", "0.538904899", "reproduced"), ("mcqg-srefine-2025", "0.9031", "reproduced"),
+    ("mcqg-srefine-2025", "0.66722", "reproduced"),  # the pooled two-student kappa: an independent check
+    ("mcqg-srefine-2025", "87.5%", "consistent"),  # 35/40 from per-arm tables built to match the printed values
+    ("mcqg-srefine-2025", "0.538904899", "consistent"), ("mcqg-srefine-2025", "0.9031", "consistent"),
     ("mcqg-srefine-2025", "61.53%", "differs"),  # Table 9 vs Table 19
-    ("mcqg-srefine-2025", "0.571428", "differs"),  # 4/7 = 0.5714286 truncated, not rounded
-    ("longform-medqa-2024", "0.94", "reproduced"), ("longform-medqa-2024", "293", "reproduced"),
-    ("longform-medqa-2024", "317", "reproduced"), ("longform-medqa-2024", "337", "reproduced"),
-    ("medqade-2026", "0.766", "reproduced"), ("medqade-2026", "36", "reproduced"),
-    ("medqade-2026", "256", "reproduced"), ("medqade-2026", "0.709", "not recoverable"),
-    ("grounded-synth-2025", "0.9066", "reproduced"), ("grounded-synth-2025", "0.86", "differs"),
-    ("grounded-synth-2025", "0.91", "differs"),
-    ("automedeval-2025", "0.5274", "reproduced"), ("automedeval-2025", "44.41", "reproduced"),
-    ("automedeval-2025", "52.13", "reproduced"),
+    ("mcqg-srefine-2025", "42.5%", "differs"),  # 23/40 shown as 57.5%, never 57%
+    ("mcqg-srefine-2025", "0.571428", "consistent"),  # 4/7 = 0.5714286 truncated, not rounded: the note says so
+    ("longform-medqa-2024", "0.94", "consistent"), ("longform-medqa-2024", "293", "consistent"),
+    ("longform-medqa-2024", "317", "consistent"), ("longform-medqa-2024", "337", "consistent"),
+    ("medqade-2026", "0.766", "consistent"), ("medqade-2026", "36", "consistent"),
+    ("medqade-2026", "256", "consistent"), ("medqade-2026", "0.709", "not recoverable"),
+    ("medqade-2026", "-0.016", "consistent"),  # interval arithmetic on the rounded printed kappas
+    ("grounded-synth-2025", "0.9066", "consistent"), ("grounded-synth-2025", "0.86", "not recoverable"),
+    ("grounded-synth-2025", "0.91", "not recoverable"),
+    ("automedeval-2025", "0.5274", "consistent"), ("automedeval-2025", "44.61", "differs"),
+    ("automedeval-2025", "52.21", "differs"),
 ]
 
 
@@ -216,15 +229,19 @@ def test_report_lists_every_published_number_of_the_golden_tests(tmp_path):
         assert any(ln.startswith(line) and ln.endswith(f"| {value} | {shown} | " + ln.rsplit(" | ", 1)[-1])
                    for ln in md.splitlines()), f"{paper} {value}: no Markdown row '{line}... | {value} | {shown} |'"
         assert f'<td class="num">{value}</td><td class="num">{shown}</td>' in html
-        if status == "reproduced" and "." not in value and "%" not in value:  # a count, shown as an integer
+        if status in ("reproduced", "consistent") and "." not in value and "%" not in value:  # a count: an integer
             assert shown == value
+    assert "| 42.5% | 57.5% |" in md  # 23/40 from exact decimals: 0.575 x 100 is 57.4999... in floating point
     # the per-paper summary comes first and counts every paper of the golden checks
     summary = html[html.index('<section id="summary">'):html.index("</section>")]
     assert html.index('<section id="summary">') < html.index("<details")
     for paper in {g[0] for g in GOLDEN}:
         assert f"<b>{paper}</b>" in summary
     assert set(rep.papers["paper"]) >= {g[0] for g in GOLDEN}
-    assert (rep.papers[["reproduced", "differs", "not recoverable"]].sum(axis=1) == rep.papers["numbers"]).all()
+    assert (rep.papers[list(STATUSES)].sum(axis=1) == rep.papers["numbers"]).all()
+    # derived numbers (sums, sample sizes) are shown but not counted among the printed numbers
+    assert {"longform-medqa-2024", "medqade-2026"} <= set(rep.papers.loc[rep.papers["derived"] > 0, "paper"])
+    assert "(derived)" in md and "derived checks" in md.split("## Study")[0]
 
 
 def test_paper_names_from_the_data_file_are_escaped_in_markdown(outputs):

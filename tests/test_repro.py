@@ -1,4 +1,7 @@
-"""The reproduction layer: one rule for "reproduced", printed numbers as data, ours per paper, layering."""
+"""The reproduction layer: four statuses with one rule each, printed numbers as data, ours per paper, layering.
+
+The rules of each status in detail (consistent, intervals, causes, derived numbers, plain language) are tested in
+test_published_rules.py."""
 
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from medeval_kit.repro.published import Published, decide, parse_printed, rounds
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "medeval_kit"
-COLUMNS = ["paper", "source", "quantity", "published", "ours", "status", "note"]
+COLUMNS = ["paper", "source", "quantity", "published", "ours", "status", "kind", "note"]
 
 
 # --------------------------------------------------------------------------- the rule
@@ -26,12 +29,15 @@ COLUMNS = ["paper", "source", "quantity", "published", "ours", "status", "note"]
     ("0.85", 0.846, "reproduced"),   # rounds to 0.85
     ("0.85", 0.844, "differs"),      # rounds to 0.84
     ("0.85", 0.855, "reproduced"),   # exactly half a unit: either rounding convention gives 0.85 or 0.86
-    ("0.85", 0.8551, "differs"),
+    ("0.85", 0.8551, "reproduced"),  # truncates to 0.85 (rounds to 0.86)
+    ("0.85", 0.8600, "differs"),
     ("0.9031", 0.90312, "reproduced"),
     ("0.902", 0.90236, "reproduced"),
     ("-0.0636", -0.05468, "differs"),
     ("-1.0", -1.0, "reproduced"),
-    ("0.571428", 4 / 7, "differs"),  # 0.5714286 rounds to 0.571429: the paper truncated
+    ("0.571428", 4 / 7, "reproduced"),  # 0.5714286 truncates to 0.571428 (rounds to 0.571429)
+    ("0.85", 0.8599, "reproduced"),  # truncates to 0.85
+    ("0.85", 0.8601, "differs"),     # neither rounds nor truncates to 0.85
     # integers are counts: exact
     ("105", 105.0, "reproduced"),
     ("105", 104.6, "differs"),
@@ -39,7 +45,8 @@ COLUMNS = ["paper", "source", "quantity", "published", "ours", "status", "note"]
     # percentages: ours is a share, compared x 100 at the printed decimals
     ("87.5%", 0.875, "reproduced"),
     ("87.5%", 0.8754, "reproduced"),  # 87.54 -> 87.5
-    ("87.5%", 0.8756, "differs"),     # 87.56 -> 87.6
+    ("87.5%", 0.8756, "reproduced"),  # 87.56 truncates to 87.5 (rounds to 87.6)
+    ("87.5%", 0.8761, "differs"),     # 87.61: neither
     ("65%", 0.65, "reproduced"),
     ("17%", 52.13 / 44.61 - 1, "reproduced"),  # 16.85 % -> 17 %
     ("61.53%", 12 / 26, "differs"),
@@ -64,24 +71,27 @@ def test_printed_values_keep_their_precision():
         parse_printed(0.85)  # a float has lost its printed precision
 
 
-def test_truncation_is_a_reason_not_a_status():
+def test_truncation_reproduces_and_the_row_says_so():
     assert truncates_to("0.571428", 4 / 7) and not rounds_to("0.571428", 4 / 7)
     assert not truncates_to("0.85", 0.844)
+    r = Published.check("p-2024", "x", "Table 1", "kappa", "0.571428", 4 / 7)
+    assert r.status == "reproduced" and "truncates to 0.571428" in r.reason and "0.571429" in r.reason
 
 
 def test_published_refuses_a_status_the_rule_does_not_give():
     ok = Published.check("p-2024", "x", "Table 1", "kappa", "0.85", 0.852)
-    assert ok.status == "reproduced" and ok.reason == ""
-    d = Published.check("p-2024", "x", "Table 1", "kappa", "0.85", 0.80, why="different subset")
-    assert d.status == "differs" and d.reason == "ours rounds to 0.80, printed 0.85; different subset"
-    assert Published.check("p-2024", "x", "T", "share", "42.5%", 0.575).reason.startswith("ours rounds to 57.5%")
+    assert ok.status == "reproduced" and ok.reason == "ours rounds to 0.85"
+    why = "the paper's kappa is on 26 items, ours on all 40"
+    d = Published.check("p-2024", "x", "Table 1", "kappa", "0.85", 0.80, why=why)
+    assert d.status == "differs" and d.reason == f"ours 0.80, printed 0.85; {why}"
+    assert Published.check("p-2024", "x", "T", "share", "42.5%", 0.575, why=why).reason.startswith("ours 57.5%,")
     with pytest.raises(ValueError, match="rule gives 'differs'"):
         Published("p-2024", "x", "T", "q", "0.85", 0.80, "reproduced")
     with pytest.raises(ValueError, match="needs a reason"):
         Published("p-2024", "x", "T", "q", "0.85", 0.80, "differs")
     with pytest.raises(ValueError, match="unknown status"):
         Published("p-2024", "x", "T", "q", "0.85", 0.85, "reproduced (close enough)")
-    with pytest.raises(ValueError, match="say why it is not recoverable"):
+    with pytest.raises(ValueError, match="say what is missing"):
         Published.check("p-2024", "x", "T", "q", "0.85", None)
     row = Published.check("p-2024", "x", "T", "q", "0.85", math.nan, why="data not released", note="n = 40").to_row()
     assert row["status"] == "not recoverable" and row["note"] == "data not released; n = 40"
@@ -164,10 +174,10 @@ def test_not_recoverable_numbers_take_their_reason_from_the_data(tmp_path):
 def _frame_ok(t: pd.DataFrame):
     assert list(t.columns) == COLUMNS
     assert set(t["status"]) <= set(repro.STATUSES) and set(t["paper"]) <= set(PAPERS)
+    assert set(t["kind"]) <= {"printed", "derived"}
     for r in t.itertuples():
-        assert decide(r.published, r.ours) == r.status
-        if r.status != "reproduced":
-            assert r.note
+        assert decide(r.published, r.ours, "consistent" if r.status == "consistent" else "independent") == r.status
+        assert r.note  # every status says why: rounds / truncates to, what it was reached from, a cause, what is missing
 
 
 def test_agreement_numbers():
@@ -175,18 +185,24 @@ def test_agreement_numbers():
     _frame_ok(t)
     assert len(t) == 54
     ok = t.set_index("quantity")["status"]
-    for q in ["two students, overall: Cohen's kappa", "w/o aspect filtering: Cohen's kappa",
-              "CK-based All-Comb*: Cohen's kappa", "batch 1: disagreements (sum of Table 4 row)",
-              "PABAK = 2 x PA - 1 at PA 0.883", "odd-sized majority-vote ensembles of 9 annotators",
-              "majority label 1 (A) count", "Cohen's kappa annotator1 vs annotator2"]:
+    for q in ["two students, overall: Cohen's kappa", "majority label 1 (A) count",
+              "Cohen's kappa annotator1 vs annotator2"]:
         assert ok[q] == "reproduced", q
+    # reached from the paper's own numbers (a back-solve, counts built to match, printed arithmetic), not
+    # confirmed by independent data: consistent, never reproduced (issue 23)
+    for q in ["w/o aspect filtering: Cohen's kappa", "CK-based All-Comb*: Cohen's kappa",
+              "batch 1: disagreements (sum of Table 4 row)", "PABAK = 2 x PA - 1 at PA 0.883",
+              "odd-sized majority-vote ensembles of 9 annotators", "two students, human arm: Cohen's kappa"]:
+        assert ok[q] == "consistent", q
     assert ok["gpt-4: percentage agreement with Expert X on consistent items"] == "differs"
-    # two Table 2 / Sec. 4.1 values are truncated in the paper: differs under the one rule, and said so
+    # two Table 2 / Sec. 4.1 values are truncated in the paper (0.571428 for 4/7; 0.505409582 for 327/647):
+    # a match, and the note says it truncates
     for q in ("two students, machine arm: Cohen's kappa", "PA-based All-Comb: Cohen's kappa"):
         row = t.set_index("quantity").loc[q]
-        assert row["status"] == "differs" and "truncates instead of rounding" in row["note"]
+        assert row["status"] == "consistent" and "truncates to" in row["note"] and "rounds elsewhere" in row["note"]
     gpt4o = t.set_index("quantity").loc["gpt-4o: share of 40 items without position inconsistency (No POS Bias)"]
-    assert gpt4o["published"] == "42.5%" and gpt4o["ours"] == 23 / 40 and "INconsistent share" in gpt4o["note"]
+    assert gpt4o["published"] == "42.5%" and gpt4o["ours"] == 23 / 40 and "ours 57.5%, printed 42.5%" in gpt4o["note"]
+    assert "Table 9 counts 17 of 40 items as position-consistent" in gpt4o["note"]  # Table 9's own denominator
     # parts and views
     assert set(repro.published_numbers("agreement", part="pandalm")["paper"]) == {"pandalm-2024"}
     assert repro.papers_for("medqg_table19") == ["mcqg-srefine-2025"]
@@ -217,7 +233,7 @@ def test_position_bias_numbers_against_table19():
     g4 = t[t["quantity"].str.startswith("gpt-4: share of 40")].iloc[0]
     assert g4["status"] == "reproduced" and g4["published"] == "65%" and "26/40" in g4["note"]
     opus = t[t["quantity"] == "claude-3-opus: share of position-inconsistent items"].iloc[0]
-    assert opus["status"] == "differs" and "look swapped" in opus["note"]  # 52.5 % printed = 1 - 19/40
+    assert opus["status"] == "differs" and "agrees with Table 9" in opus["note"]  # 52.5 % printed = 1 - 19/40
     # without estimates every data-based number is not recoverable, never a guess
     empty = repro.published_numbers("position_bias")
     assert (empty["status"] == "not recoverable").all() and len(empty) == 28
@@ -226,12 +242,13 @@ def test_position_bias_numbers_against_table19():
 def test_generation_numbers():
     t = repro.published_numbers("generation")
     _frame_ok(t)
-    assert len(t) == 20
+    assert len(t) == 17 and t["status"].value_counts().to_dict() == {"consistent": 15, "not recoverable": 2}
     by_q = t.set_index("quantity")
-    assert by_q.loc["Cochran sample size for N=2,698", "status"] == "reproduced"
-    assert by_q.loc["Spearman Ensemble MC", "status"] == "reproduced" and "sum d^2 = 34" in by_q.loc[
+    assert by_q.loc["Cochran sample size for N=2,698", "status"] == "consistent"
+    assert by_q.loc["Spearman Ensemble MC", "status"] == "consistent" and "squared rank differences of 34" in by_q.loc[
         "Spearman Ensemble MC", "note"]
-    assert (by_q.loc[["Pearson novel vs original", "Spearman novel vs original"], "status"] == "differs").all()
+    # the bundled MMLU-Pro results are a later snapshot with other models: not the paper's run
+    assert (by_q.loc[["Pearson novel vs original", "Spearman novel vs original"], "status"] == "not recoverable").all()
     ident = repro.grounded_synth.spearman_identity()
     assert list(ident.columns) == ["quantity", "published", "n", "sum_d2", "sum_d2_even", "rho_identity",
                                    "rho_scipy", "matches_4dp"]
@@ -247,28 +264,29 @@ def test_rounds_numbers_with_and_without_traces():
 
     t = repro.published_numbers("rounds", rounds_df=load_medqg_rounds("all", aspects=True))
     _frame_ok(t)
-    assert len(t) == 44 and t["status"].value_counts().to_dict() == {"reproduced": 19, "not recoverable": 16,
-                                                                     "differs": 9}
+    assert len(t) == 40 and t["status"].value_counts().to_dict() == {"not recoverable": 22, "consistent": 10,
+                                                                     "differs": 7, "reproduced": 1}
     r1 = t[t["source"] == "Table 4 (human), round 1"].iloc[0]
-    assert r1["published"] == "0.9031" and r1["status"] == "reproduced"
+    assert r1["published"] == "0.9031" and r1["status"] == "consistent"  # from the printed component means
     stop = t[t["quantity"].str.contains("stop where the text rule says")].iloc[0]
     assert stop["status"] == "differs" and stop["ours"] == pytest.approx(18 / 26) and "26/26" in stop["note"]
-    ts = t[t["quantity"].str.contains("total_score")].iloc[0]
-    assert ts["status"] == "reproduced" and ts["paper"] == "mcqg-srefine-2025"
+    assert stop["kind"] == "derived"
+    ts = t[t["quantity"].str.contains("stored total score")].iloc[0]
+    assert ts["status"] == "reproduced" and ts["paper"] == "mcqg-srefine-2025" and ts["kind"] == "derived"
     t6 = t[t["source"] == "App. F text, t = 6"].iloc[0]
     assert t6["status"] == "differs" and t6["ours"] == pytest.approx(52.13, abs=0.005)
     # Table 6 analogues from 10 of 373 traces are not the paper's quantity: not recoverable, analogue in the note
     q1 = t[(t["source"] == "Table 6 (human), round 1") & (t["quantity"] == "question length (words, mean)")].iloc[0]
     assert q1["status"] == "not recoverable" and math.isnan(q1["ours"]) and "190.60" in q1["note"]
     bare = repro.published_numbers("rounds")
-    assert len(bare) == 44 and "needs the bundled rounds table" in " ".join(bare["note"])
+    assert len(bare) == 40 and "needs the authors' released per-round traces" in " ".join(bare["note"])
 
 
 def test_rounds_paper_tables():
     chk = repro.mcqg_srefine.total_check()
     assert list(chk.columns) == ["table", "arm", "round", "total_printed", "component_mean", "points_weighted",
                                  "status", "status_points_weighted"]
-    assert (chk["status"] == "reproduced").all() and (chk["status_points_weighted"] == "differs").all()
+    assert (chk["status"] == "consistent").all() and (chk["status_points_weighted"] == "differs").all()
     # AutoMedEval App. F: the printed constants give 44.41 / 47.22 / 49.14 / 52.13 at t = 0, 1, 2, 6
     curve = repro.automedeval.curve_table().set_index("t")
     assert curve.loc[6, "published_constants"] == pytest.approx(52.1285, abs=1e-4)
@@ -276,7 +294,7 @@ def test_rounds_paper_tables():
     fit = repro.automedeval.fit_frame().set_index("param")
     assert fit.loc["b", "published"] == 0.453 and fit.loc["b", "estimate"] == pytest.approx(0.5633, abs=1e-4)
     contra = repro.paper_contradictions(["mcqg-srefine-2025", "automedeval-2025"])
-    assert list(contra.columns) == ["paper", "where", "says", "but", "consequence"] and len(contra) == 5
+    assert list(contra.columns) == ["paper", "where", "says", "but", "consequence"] and len(contra) == 8
     import matplotlib.pyplot as plt
 
     repro.automedeval.plot_curve()
@@ -299,7 +317,7 @@ def test_unknown_study_is_named():
 
 
 def test_committed_tables_follow_the_rule():
-    """Every study's published_numbers.csv: canonical paper ids, statuses the rule gives; 150 numbers in all."""
+    """Every study's published_numbers.csv: canonical paper ids, statuses the rule gives; 143 checks in all."""
     frames = []
     for p in sorted((ROOT / "tables").glob("*/published_numbers.csv")):
         df = pd.read_csv(p, dtype=str, keep_default_na=False)
@@ -308,9 +326,12 @@ def test_committed_tables_follow_the_rule():
     allp = pd.concat(frames, ignore_index=True)
     assert set(allp["paper"]) <= set(PAPERS)
     for r in allp.itertuples():
-        assert decide(r.published, float(r.ours) if r.ours else None) == r.status, r
-    assert len(allp) == 150
-    assert allp["status"].value_counts().to_dict() == {"reproduced": 66, "differs": 49, "not recoverable": 35}
+        basis = "consistent" if r.status == "consistent" else "independent"
+        assert decide(r.published, float(r.ours) if r.ours else None, basis) == r.status, r
+    assert len(allp) == 143
+    assert allp["status"].value_counts().to_dict() == {"consistent": 47, "not recoverable": 43, "differs": 41,
+                                                       "reproduced": 12}
+    assert allp["kind"].value_counts().to_dict() == {"printed": 133, "derived": 10}
 
 
 # That nothing in the library imports repro is checked with the other layering rules in test_layers.py.

@@ -2,15 +2,22 @@
 
 The report is built from the studies' outputs only: figure sidecars in ``figures/<study>/*.json`` (and
 their PNGs), tables in ``tables/<study>/*.csv``, and the ``published_numbers.csv`` table each study writes
-with columns ``paper, source, quantity, published, ours, status, note`` (written by
-:mod:`medeval_kit.repro`). Nothing is typed in here. A status that is not one of :data:`STATUSES`, or that
-the one rule does not give for the row's printed value and ours, is an error.
+with columns ``paper, source, quantity, published, ours, status, kind, note`` (written by
+:mod:`medeval_kit.repro`; a table without ``kind`` is read as all ``printed``). Nothing is typed in here. A
+status that is not one of :data:`STATUSES`, or that the rule does not give for the row's printed value and
+ours, is an error. The four statuses and their rules come from
+:data:`medeval_kit.repro.published.STATUS_RULES` and are printed in the report.
+
+The headline counts printed numbers only, each once however many studies check it (``kind`` printed);
+derived quantities (sums, sample sizes, shares we compute from printed numbers) are counted beside them,
+never in them. ``report.md`` and ``report.html`` carry the same headline (:func:`headline`).
 
 ``report.html`` is one self-contained file (CSS inline, figures embedded as base64 PNG, no script): the
 summary per paper (citation from ``data/published/<paper-id>.yaml``) comes first, then one collapsible
 section per study. Ours is shown at the printed precision of the value it is compared with (the rule's
-:meth:`Printed.show`), counts as integers. Statuses carry a symbol and a word besides their colour
-(Okabe-Ito blue / orange, grey), so they read without colour. ``report.md`` holds the same summary and
+:meth:`Printed.show`, exact for shares of integers: 23/40 is 57.5%), counts as integers. Statuses carry a
+symbol and a word besides their colour (Okabe-Ito blue, sky blue, orange, grey), so they read without
+colour. ``report.md`` holds the same summary and
 numbers as Markdown, with links to the figures and tables instead of embedded images.
 """
 
@@ -29,19 +36,21 @@ from pathlib import Path
 import pandas as pd
 
 from medeval_kit.errors import DataFileError
-from medeval_kit.repro.published import STATUSES, decide, parse_printed
+from medeval_kit.repro.published import KINDS, STATUS_RULES, STATUSES, decide, parse_printed
 
-__all__ = ["RULE", "STATUSES", "SYMBOLS", "Report", "build_report", "collect_figures", "collect_published",
-           "collect_tables", "display_table", "paper_counts", "show_ours"]
+__all__ = ["RULE", "STATUSES", "STATUS_RULES", "SYMBOLS", "Report", "build_report", "collect_figures",
+           "collect_published", "collect_tables", "display_table", "headline", "paper_counts", "show_ours"]
 
-RULE = ("reproduced: ours rounds to the value as printed, at its printed precision (a percentage compares "
-        "ours x 100; an integer must match exactly); differs: with the reason in the note; not recoverable: "
-        "the public data cannot give it.")
+PRECISION = ("The printed string sets the precision: a percentage compares ours x 100 at its decimals, and a "
+             "count must match exactly.")
+RULE = " ".join(f"{k}: {v}" for k, v in STATUS_RULES.items()) + " " + PRECISION
+"""The four statuses' rules in words (from :data:`STATUS_RULES`), then how the precision is read."""
 
-PUBLISHED_COLUMNS = ("paper", "source", "quantity", "published", "ours", "status", "note")
-NUMBER_KEY = ["paper", "source", "quantity", "published"]  # one printed number (several studies may check it)
-SYMBOLS = {"reproduced": "✓", "differs": "≠", "not recoverable": "∅"}
-VERBS = {"reproduced": "reproduced", "differs": "differ", "not recoverable": "not recoverable"}  # "38 differ"
+PUBLISHED_COLUMNS = ("paper", "source", "quantity", "published", "ours", "status", "kind", "note")
+NUMBER_KEY = ["paper", "source", "quantity", "published", "kind"]  # one number (several studies may check it)
+SYMBOLS = {"reproduced": "✓", "consistent": "≈", "differs": "≠", "not recoverable": "∅"}
+VERBS = {"reproduced": "reproduced", "consistent": "consistent", "differs": "differ",
+         "not recoverable": "not recoverable"}  # "38 differ"
 MISSING = "—"
 PREVIEW_ROWS = 20  # rows of each table shown in the HTML report; the CSV has them all
 CELL_CHARS = 160  # longer text cells (model replies) are cut in the preview
@@ -60,7 +69,12 @@ def _root(root: str | Path | None) -> Path:
 
 
 def _check_statuses(df: pd.DataFrame, path: Path) -> None:
-    """Every status is one of STATUSES and is what the one rule gives for (published, ours)."""
+    """Every status is one of STATUSES and is what the rule gives for (published, ours); every kind is one
+    of KINDS.
+
+    A ``consistent`` row is decided with the paper's own numbers as its basis (for an interval, ours is its
+    value nearest the printed one), every other row as an independent computation.
+    """
     from medeval_kit.errors import SchemaError
 
     bad = [i for i, v in enumerate(df["status"]) if v not in STATUSES]
@@ -70,7 +84,8 @@ def _check_statuses(df: pd.DataFrame, path: Path) -> None:
     wrong = []
     for i, (pub, ours, status) in enumerate(zip(df["published"], df["ours"], df["status"])):
         try:
-            expected = decide(pub, float(ours) if ours.strip() else None)
+            basis = "consistent" if status == "consistent" else "independent"
+            expected = decide(pub, float(ours) if ours.strip() else None, basis)
         except (ValueError, TypeError):
             expected = None
         if expected != status:
@@ -80,13 +95,22 @@ def _check_statuses(df: pd.DataFrame, path: Path) -> None:
         raise SchemaError("published_numbers", "status", wrong,
                           f"status {r['status']!r} is not what the rule gives for published {r['published']!r} and "
                           f"ours {r['ours']!r}; regenerate the table with medeval_kit.repro", str(path))
+    bad = [i for i, v in enumerate(df["kind"]) if v not in KINDS]
+    if bad:
+        raise SchemaError("published_numbers", "kind", bad,
+                          f"unknown kind {df['kind'].iloc[bad[0]]!r}; use one of {KINDS}", str(path))
 
 
 def collect_published(root: str | Path | None = None) -> pd.DataFrame:
-    """Return all studies' published-number rows, with a ``study`` column; statuses checked against the rule."""
+    """Return all studies' published-number rows, with a ``study`` column; statuses checked against the rule.
+
+    A table written before numbers had a ``kind`` is read as all ``printed``.
+    """
     frames = []
     for p in sorted((_root(root) / "tables").glob("*/published_numbers.csv")):
         df = pd.read_csv(p, dtype=str, keep_default_na=False)
+        if "kind" not in df.columns and "status" in df.columns:
+            df.insert(list(df.columns).index("status") + 1, "kind", "printed")
         missing = [c for c in PUBLISHED_COLUMNS if c not in df.columns]
         if missing:
             from medeval_kit.errors import SchemaError
@@ -159,19 +183,56 @@ def show_ours(published: str, ours: str | float | None) -> str:
     return "" if math.isnan(x) else parse_printed(published).show(x)
 
 
-def paper_counts(published: pd.DataFrame) -> pd.DataFrame:
-    """Return per paper: distinct printed numbers by status, their total, the checks and the studies that checked them.
+def _kind(published: pd.DataFrame) -> pd.Series:
+    """The ``kind`` column (``printed`` where a table has none)."""
+    if "kind" in published.columns:
+        return published["kind"]
+    return pd.Series("printed", index=published.index, name="kind")
 
-    A number checked by two studies is counted once (rows with the same paper, source, quantity, printed value
-    and status); ``checks`` counts the rows.
+
+def _distinct(published: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The numbers of one kind, each once per status however many studies check it."""
+    df = published.assign(kind=_kind(published))
+    return df[df["kind"] == kind].drop_duplicates([*NUMBER_KEY, "status"])
+
+
+def paper_counts(published: pd.DataFrame) -> pd.DataFrame:
+    """Return per paper the distinct printed numbers by status, their total, the derived numbers, the checks
+    and the studies that checked them.
+
+    Parameters
+    ----------
+    published : DataFrame
+        Published-number rows with ``study``, ``paper``, ``source``, ``quantity``, ``published``, ``status``
+        and ``kind`` (``printed`` when absent).
+
+    Returns
+    -------
+    DataFrame
+        ``paper``, one column per status (printed numbers only), ``numbers`` (printed numbers), ``derived``
+        (derived numbers, not in the status counts), ``checks`` (all rows) and ``studies``. A number checked
+        by two studies is counted once (same paper, source, quantity, printed value, kind and status).
+
+    Examples
+    --------
+    >>> rows = pd.DataFrame({"study": ["a", "b", "b"], "paper": "p-2024", "source": ["T1", "T1", "T2"],
+    ...                      "quantity": ["k", "k", "n"], "published": ["0.85", "0.85", "40"],
+    ...                      "status": "reproduced", "kind": ["printed", "printed", "derived"]})
+    >>> paper_counts(rows)[["paper", "reproduced", "numbers", "derived", "checks"]].values.tolist()
+    [['p-2024', 1, 1, 1, 3]]
     """
-    cols = ["paper", *STATUSES, "numbers", "checks", "studies"]
+    cols = ["paper", *STATUSES, "numbers", "derived", "checks", "studies"]
     if published.empty:
         return pd.DataFrame(columns=cols)
-    distinct = published.drop_duplicates([*NUMBER_KEY, "status"])
+    papers = sorted(set(published["paper"]))
+    distinct = _distinct(published, "printed")
     counts = (distinct.groupby("paper")["status"].value_counts().unstack(fill_value=0)
-              .reindex(columns=list(STATUSES), fill_value=0).astype(int))
+              .reindex(index=papers, columns=list(STATUSES), fill_value=0).astype(int))
+    counts.index.name = "paper"
     counts["numbers"] = counts[list(STATUSES)].sum(axis=1)
+    derived = _distinct(published, "derived")
+    counts["derived"] = (derived.drop_duplicates(NUMBER_KEY).groupby("paper").size()
+                         .reindex(papers, fill_value=0).astype(int))
     counts["checks"] = published.groupby("paper").size()
     counts["studies"] = published.groupby("paper")["study"].agg(lambda s: ", ".join(sorted(set(s))))
     return counts.reset_index()[cols].sort_values("paper", ignore_index=True)
@@ -248,12 +309,9 @@ class Report:
     md_path: Path
 
     def summary(self) -> str:
-        """Return counts of published-number checks by status, distinct numbers, figures and tables."""
-        counts = self.published["status"].value_counts().reindex(STATUSES, fill_value=0)
-        parts = ", ".join(f"{k}: {v}" for k, v in counts.items())
-        distinct = len(self.published.drop_duplicates(NUMBER_KEY))
-        return (f"{len(self.published)} published numbers ({parts}; {distinct} distinct numbers from "
-                f"{len(self.papers)} papers); {len(self.figures)} figures; {len(self.tables)} tables "
+        """Return the report's headline (printed numbers by status, derived checks, figures, tables) and where
+        it was written."""
+        return (f"{headline(self.published, self.papers, self.figures, self.tables)} "
                 f"-> {self.html_path}, {self.md_path}")
 
 
@@ -265,14 +323,71 @@ def _status_counts(df: pd.DataFrame) -> pd.Series:
     return df["status"].value_counts().reindex(STATUSES, fill_value=0).astype(int)
 
 
-def _overview(pub: pd.DataFrame, papers: pd.DataFrame, figs: pd.DataFrame, tabs: pd.DataFrame) -> str:
-    """One sentence: checks, distinct numbers by status, papers, studies, figures, tables."""
-    distinct = pub.drop_duplicates([*NUMBER_KEY, "status"])
-    c = _status_counts(distinct)
-    by = ", ".join(f"{SYMBOLS[k]} {c[k]} {VERBS[k]}" for k in STATUSES)
-    return (f"{len(pub.drop_duplicates(NUMBER_KEY))} printed numbers from {len(papers)} papers, checked "
-            f"{len(pub)} times in {pub['study'].nunique()} studies: {by}. "
-            f"{len(figs)} figures and {len(tabs)} tables from {len(_studies(pub, figs, tabs))} studies.")
+def _by_status(c: pd.Series, *, all_: bool = True) -> str:
+    """``✓ 60 reproduced, ≈ 9 consistent, ≠ 30 differ, ∅ 35 not recoverable`` (``all_=False``: non-zero only)."""
+    return ", ".join(f"{SYMBOLS[k]} {c[k]} {VERBS[k]}" for k in STATUSES if all_ or c[k])
+
+
+def _counts_line(df: pd.DataFrame) -> str:
+    """Printed numbers by status, then the derived checks: the study-level line of the report."""
+    kind = _kind(df)
+    line = _by_status(_status_counts(df[kind == "printed"]))
+    derived = df[kind == "derived"]
+    if len(derived):
+        line += f" (+{len(derived)} derived checks: {_by_status(_status_counts(derived), all_=False)})"
+    return line
+
+
+def headline(pub: pd.DataFrame, papers: pd.DataFrame, figs: pd.DataFrame, tabs: pd.DataFrame) -> str:
+    """The report's headline: printed numbers by status (each once), the derived checks beside them, the
+    checks, studies, figures and tables. ``report.md``, ``report.html`` and ``medeval report`` print it alike.
+
+    Parameters
+    ----------
+    pub : DataFrame
+        :func:`collect_published`.
+    papers : DataFrame
+        :func:`paper_counts`.
+    figs, tabs : DataFrame
+        :func:`collect_figures`, :func:`collect_tables`.
+
+    Returns
+    -------
+    str
+        E.g. "138 printed numbers (+12 derived checks) from 6 papers, checked 150 times in 5 studies.
+        Printed numbers: ✓ 60 reproduced, ≈ 9 consistent, ≠ 34 differ, ∅ 35 not recoverable. Derived
+        checks: ✓ 12 reproduced. 62 figures and 194 tables from 12 studies."
+
+    Examples
+    --------
+    >>> pub = pd.DataFrame({"study": "s", "paper": "p-2024", "source": ["T1", "T2", "T3"],
+    ...                     "quantity": ["k", "d", "n"], "published": ["0.85", "-0.016", "40"],
+    ...                     "status": ["reproduced", "consistent", "reproduced"],
+    ...                     "kind": ["printed", "printed", "derived"]})
+    >>> empty = pd.DataFrame(columns=["study"])
+    >>> headline(pub, paper_counts(pub), empty, empty)  # doctest: +NORMALIZE_WHITESPACE
+    '2 printed numbers (+1 derived checks) from 1 papers, checked 3 times in 1 studies. Printed numbers:
+    ✓ 1 reproduced, ≈ 1 consistent, ≠ 0 differ, ∅ 0 not recoverable. Derived checks: ✓ 1 reproduced.
+    0 figures and 0 tables from 1 studies.'
+    """
+    printed, derived = _distinct(pub, "printed"), _distinct(pub, "derived")
+    n_printed, n_derived = len(printed.drop_duplicates(NUMBER_KEY)), len(derived.drop_duplicates(NUMBER_KEY))
+    text = (f"{n_printed} printed numbers (+{n_derived} derived checks) from {len(papers)} papers, checked "
+            f"{len(pub)} times in {pub['study'].nunique()} studies. "
+            f"Printed numbers: {_by_status(_status_counts(printed))}.")
+    if n_derived:
+        text += f" Derived checks: {_by_status(_status_counts(derived), all_=False)}."
+    return text + (f" {len(figs)} figures and {len(tabs)} tables from {len(_studies(pub, figs, tabs))} "
+                   "studies.")
+
+
+def _rules() -> list[tuple[str, str]]:
+    """(status with its symbol, its rule) for every status, from :data:`STATUS_RULES`."""
+    return [(f"{SYMBOLS[k]} {k}", STATUS_RULES[k]) for k in STATUSES]
+
+
+DERIVED_NOTE = ("Derived: a quantity we derive from printed numbers (a sum, a sample size, a share we compute); "
+                "checked and shown, marked \"(derived)\", never counted among the printed numbers.")
 
 
 def _params(parameters: str) -> str:
@@ -300,9 +415,11 @@ def _md_table(df: pd.DataFrame, right: tuple[str, ...] = (), raw: tuple[str, ...
 
 def _published_rows(df: pd.DataFrame) -> pd.DataFrame:
     """A study's published numbers for reading: status (symbol + word), quantity, source, printed, ours, note."""
+    kind = _kind(df)
     return pd.DataFrame({
         "status": [f"{SYMBOLS[s]} {s}" for s in df["status"]],
-        "quantity": df["quantity"].tolist(), "source": df["source"].tolist(),
+        "quantity": [q + (" (derived)" if k == "derived" else "") for q, k in zip(df["quantity"], kind)],
+        "source": df["source"].tolist(),
         "published": df["published"].tolist(),
         "ours": [show_ours(p, o) or MISSING for p, o in zip(df["published"], df["ours"])],
         "note": df["note"].tolist(),
@@ -337,13 +454,17 @@ def _link(base: Path, out: Path, rel: str) -> str:
 def _markdown(pub, papers, figs, tabs, cites, descriptions, base: Path, out: Path) -> str:
     md = ["# medeval_kit reproduction report", "",
           "Built from the studies' outputs (`tables/*/published_numbers.csv`, figure sidecars, tables).", "",
-          "## Summary", "", _overview(pub, papers, figs, tabs), "", RULE, ""]
+          "## Summary", "", _md_text(headline(pub, papers, figs, tabs)), "",
+          "Each number has one of four statuses, each with one rule:", ""]
+    md += [f"- **{_md_text(k)}**: {_md_text(v)}" for k, v in _rules()]
+    md += ["", _md_text(PRECISION + " " + DERIVED_NOTE), ""]
     if len(papers):
         rows = pd.DataFrame({
             "paper": [f"**{_md_text(p)}** — {_md_text(cites[p][1])}" if cites[p][1] else f"**{_md_text(p)}**"
                       for p in papers["paper"]],
             **{f"{SYMBOLS[k]} {k}": papers[k].astype(str) for k in STATUSES},
-            "numbers": papers["numbers"].astype(str), "studies": papers["studies"],
+            "printed numbers": papers["numbers"].astype(str), "derived": papers["derived"].astype(str),
+            "studies": papers["studies"],
         })
         md += [_md_table(rows, right=tuple(c for c in rows.columns if c not in ("paper", "studies")),
                          raw=("paper",)), ""]
@@ -360,8 +481,7 @@ def _markdown(pub, papers, figs, tabs, cites, descriptions, base: Path, out: Pat
             md += [_md_text(descriptions[study]), ""]
         sp = pub[pub["study"] == study]
         if len(sp):
-            c = _status_counts(sp)
-            md += ["### Published numbers", "", " · ".join(f"{SYMBOLS[k]} **{k}**: {c[k]}" for k in STATUSES), ""]
+            md += ["### Published numbers", "", _md_text(_counts_line(sp)), ""]
             for paper, rows in sp.groupby("paper", sort=False):
                 md += [f"#### {_md_text(paper)}", "", _md_table(_published_rows(rows), right=("published", "ours")), ""]
         sf = figs[figs["study"] == study]
@@ -400,14 +520,17 @@ table.pub td.num{overflow-wrap:normal}table.pub div.note{color:#444;font-size:12
 table.data td.short{white-space:nowrap}table.data td.text{min-width:14em;max-width:32em}
 table.summary th{white-space:normal;vertical-align:bottom}table.summary td.paper b{white-space:nowrap}
 table.summary td.studies{overflow-wrap:anywhere;min-width:8em}
-ul.refs{padding-left:1.2em;font-size:13px;color:#333}ul.refs li{margin:3px 0;overflow-wrap:anywhere}
+ul.refs{padding-left:1.2em;font-size:13px;color:#333}
+ul.rules{padding-left:1.2em;font-size:14px}ul.rules li{margin:3px 0}ul.refs li{margin:3px 0;overflow-wrap:anywhere}
 .badge{display:inline-block;padding:0 8px;border-radius:10px;font-size:12px;line-height:20px;white-space:nowrap}
 .badge.reproduced{background:#0072B2;color:#fff}
+.badge.consistent{background:#56B4E9;color:#000}
 .badge.differs{background:#E69F00;color:#000}
 .badge.not-recoverable{background:#fff;color:#333;border:1px dashed #777;line-height:18px}
 .bar{display:flex;width:100px;height:14px;border:1px solid #999;border-radius:3px;overflow:hidden;background:#fff}
 .bar span{display:block;height:100%}
 .bar .reproduced{background:#0072B2}
+.bar .consistent{background:repeating-linear-gradient(-45deg,#56B4E9 0 4px,#A9D9F4 4px 7px)}
 .bar .differs{background:repeating-linear-gradient(45deg,#E69F00 0 4px,#F3CF80 4px 7px)}
 .bar .not-recoverable{background:#BBBBBB}
 details.study{background:#fff;border:1px solid #d6d4cf;border-radius:6px;margin:10px 0;padding:0 16px}
@@ -433,7 +556,8 @@ def _badge(status: str, count: int | None = None) -> str:
 
 
 def _bar(counts: pd.Series) -> str:
-    """A stacked bar of status shares (hatched orange for differs); the counts are written beside it."""
+    """A stacked bar of status shares (hatched sky blue for consistent, hatched orange for differs); the counts
+    are written beside it."""
     total = int(counts.sum()) or 1
     parts = "".join(f'<span class="{k.replace(" ", "-")}" style="width:{100 * counts[k] / total:.2f}%"></span>'
                     for k in STATUSES if counts[k])
@@ -461,7 +585,10 @@ def _html_table(df: pd.DataFrame, *, numeric=(), classes: dict[str, str] | None 
 
 
 def _summary_html(pub, papers, figs, tabs, cites) -> str:
-    parts = [f"<p>{_esc(_overview(pub, papers, figs, tabs))}</p>"]
+    rules = "".join(f"<li>{_badge(k)} {_esc(STATUS_RULES[k])}</li>" for k in STATUSES)
+    parts = [f"<p>{_esc(headline(pub, papers, figs, tabs))}</p>",
+             f'<p>Each number has one of four statuses, each with one rule:</p><ul class="rules">{rules}</ul>',
+             f'<p class="muted">{_esc(PRECISION)} {_esc(DERIVED_NOTE)}</p>']
     if len(papers):
         rows, refs = [], []
         for _, r in papers.iterrows():
@@ -470,18 +597,21 @@ def _summary_html(pub, papers, figs, tabs, cites) -> str:
             rows.append({"paper": f"<b>{_esc(r.paper)}</b>" + (f'<br><span class="muted">{_esc(short)}</span>'
                                                                  if short else ""),
                          "share": _bar(counts), **{f"{SYMBOLS[k]} {k}": str(counts[k]) for k in STATUSES},
-                         "numbers": str(r.numbers), "studies": _esc(r.studies)})
+                         "printed numbers": str(r.numbers), "derived": str(r.derived),
+                         "studies": _esc(r.studies)})
             cite = _esc(citation) if citation else f"<i>no data file data/published/{_esc(r.paper)}.yaml</i>"
             link = f' <a href="{_esc(url)}">{_esc(url)}</a>' if url else ""
             refs.append(f"<li><b>{_esc(r.paper)}</b>: {cite}{link}</li>")
         df = pd.DataFrame(rows)
-        parts.append(_html_table(df, numeric=[c for c in df.columns if c[0] in SYMBOLS.values()] + ["numbers"],
+        parts.append(_html_table(df, numeric=[c for c in df.columns if c[0] in SYMBOLS.values()]
+                                 + ["printed numbers", "derived"],
                                  classes={"paper": "paper", "studies": "studies"}, raw=("paper", "share"),
                                  table_class="summary"))
         legend = " ".join(_badge(k) for k in STATUSES)
-        parts.append(f'<p class="muted">{legend}<br>{_esc(RULE)} Ours is shown at the printed precision of the '
-                     "value it is compared with (a count as an integer); the CSV tables keep full precision. A "
-                     "number that several studies check is counted once here.</p>")
+        parts.append(f'<p class="muted">{legend}<br>Ours is shown at the printed precision of the '
+                     "value it is compared with (a count as an integer; a tie at that precision keeps its next "
+                     "digit, 23/40 is 57.5%); the CSV tables keep full precision. A number that several studies "
+                     "check is counted once here; the status columns count printed numbers only.</p>")
         parts.append(f'<h3>Papers</h3><ul class="refs">{"".join(refs)}</ul>')
     else:
         parts.append("<p><i>No study wrote published_numbers.csv yet.</i></p>")
@@ -521,12 +651,12 @@ def _table_html(r, base: Path) -> str:
 
 def _study_html(study: str, pub, figs, tabs, descriptions, base: Path) -> str:
     sp, sf, st = pub[pub["study"] == study], figs[figs["study"] == study], tabs[tabs["study"] == study]
-    c = _status_counts(sp)
+    c = _status_counts(sp)  # every check of the study, derived ones included (each table row has its badge)
     head = (f"{_esc(study)} " + "".join(_badge(k, c[k]) for k in STATUSES if c[k])
             + f' <span class="muted">{len(sf)} figures · {len(st)} tables</span>')
     parts = [f"<p>{_esc(descriptions[study])}</p>"] if descriptions.get(study) else []
     if len(sp):
-        parts.append("<h3>Published numbers</h3>")
+        parts.append(f"<h3>Published numbers</h3><p>{_esc(_counts_line(sp))}</p>")
         for paper, rows in sp.groupby("paper", sort=False):
             shown = _published_rows(rows)
             shown["status"] = [_badge(s) for s in rows["status"]]

@@ -1,12 +1,15 @@
-"""Paper reproduction, above the generic library: printed numbers as data, one rule, ours beside them.
+"""Paper reproduction, above the generic library: printed numbers as data, four statuses with one rule each, ours
+beside them.
 
 * ``data/published/<paper-id>.yaml``: one file per paper with its full citation, its canonical
-  id (``name-year``) and every printed number a study checks (id, source, quantity, value *as
-  printed*, and where ours cannot be computed the reason), plus the printed inputs the checks
-  compute from.
-* :mod:`medeval_kit.repro.published`: the :class:`Published` type and the one rule - a number is
-  ``reproduced`` when ours rounds to the printed value at its printed precision, otherwise it
-  ``differs`` (with a reason) or is ``not recoverable`` (ours is None/NaN, with a reason).
+  id (``name-year``) and every number a study checks (id, source, quantity, value *as printed*,
+  ``kind`` printed or derived, and where ours cannot be computed the reason), plus the printed
+  inputs the checks compute from.
+* :mod:`medeval_kit.repro.published`: the :class:`Published` type and four statuses with one rule
+  each (:data:`STATUS_RULES`): ``reproduced`` (ours, computed independently from public data, rounds
+  or truncates to the printed value at its printed precision), ``consistent`` (the printed value is
+  reachable from the paper's own other numbers), ``differs`` (with the cause, or "cause unknown:
+  tried ...") and ``not recoverable`` (ours is None/NaN, with what is missing).
 * :mod:`medeval_kit.repro.papers`: one module per paper computing ours with the generic library.
 * Study glue: :func:`published_numbers` (``study`` = agreement, rounds, position_bias,
   length_and_self_preference or generation) and the paper tables the notebooks save.
@@ -16,6 +19,8 @@ Nothing in the library imports this package; notebooks, the report and tests do.
 >>> from medeval_kit import repro
 >>> repro.decide("0.85", 0.846), repro.decide("87.5%", 0.875), repro.decide("105", 104.6)
 ('reproduced', 'reproduced', 'differs')
+>>> repro.decide("-0.016", (-0.0165, -0.0145), basis="consistent")
+'consistent'
 """
 
 from __future__ import annotations
@@ -30,14 +35,20 @@ from medeval_kit.repro.papers import mcqg_srefine_2025 as mcqg_srefine
 from medeval_kit.repro.papers import medqade_2026 as medqade
 from medeval_kit.repro.papers import pandalm_2024 as pandalm
 from medeval_kit.repro.published import (
+    BASES,
+    CAUSE_UNKNOWN,
     COLUMNS,
+    KINDS,
+    STATUS_RULES,
     STATUSES,
     Number,
     Paper,
     Printed,
     Published,
+    cause_problem,
     decide,
     load_paper,
+    matches,
     paper_ids,
     parse_printed,
     rounds_to,
@@ -57,7 +68,8 @@ from medeval_kit.repro.studies import (
 )
 
 __all__ = [
-    "STATUSES", "COLUMNS", "Printed", "parse_printed", "rounds_to", "truncates_to", "decide", "Published",
+    "STATUSES", "STATUS_RULES", "KINDS", "BASES", "CAUSE_UNKNOWN", "COLUMNS", "Printed", "parse_printed",
+    "rounds_to", "truncates_to", "matches", "decide", "cause_problem", "Published",
     "Number", "Paper", "load_paper", "paper_ids", "validate_paper_file", "to_frame",
     "STUDIES", "study_numbers", "published_numbers", "papers_for", "paper_contradictions",
     "load_study",

@@ -1,28 +1,54 @@
-"""One type for a printed number beside ours, one rule for its status, and the paper data files.
+"""One type for a printed number beside ours, four statuses with one rule each, and the paper data files.
 
 The rule
 --------
-A number is **reproduced** when ours rounds to the value *as the paper prints it*, at the printed
-precision. The printed string decides the precision:
+Every printed number gets exactly one of four statuses (:data:`STATUSES`); :data:`STATUS_RULES` holds
+the rule of each in words, and the report and the docs print it from there.
 
-* ``"0.85"``: two decimals; ours is reproduced when ``|ours - 0.85| <= 0.005`` (so 0.846 and
-  0.852 are, 0.844 is not). A value exactly half a unit away counts as reproduced, whatever
-  rounding convention the paper used (half up or half to even).
+* **reproduced**: ours is computed independently from public data (a computation on data, never a
+  constant copied from the paper) and *rounds* or *truncates* to the value as printed, at its
+  printed precision. The row says which (``rounds to 0.85`` / ``truncates to 0.571428``).
+* **consistent**: the printed value is reachable from the paper's own other numbers (a back-solve,
+  integer counts that give it, interval arithmetic on the rounded printed inputs), but no
+  independent data confirm it. The row says what it was reached from.
+* **differs**: ours is computed from the paper's data and disagrees. The row states the cause in
+  plain words, or says ``cause unknown: tried ...`` with what was tried.
+* **not recoverable**: the data or definition needed are not public (ours is None or NaN). The row
+  says what is missing.
+
+There are no other statuses and no tolerances. The printed string decides the precision:
+
+* ``"0.85"``: two decimals; ours rounds to it when ``|ours - 0.85| <= 0.005`` (so 0.846 and 0.852
+  do, 0.844 does not). A value exactly half a unit away counts, whatever rounding convention the
+  paper used (half up or half to even). Ours *truncates* to it when cutting ours after two decimals
+  gives 0.85 (0.8599 does); a paper that truncates is reproduced, and the row says so.
 * ``"105"`` (no decimal point, no ``%``): an integer, a count; ours must equal it exactly.
 * ``"87.5%"``: a percentage. Ours is the share (0.875); it is multiplied by 100 and compared at
   the printed decimals (here one, so 87.45 to 87.55). ``"65%"`` compares ours x 100 at zero
   decimals (64.5 to 65.5).
 * A leading ``+`` or ``-`` is part of the number (``"-0.0636"``, ``"+16.29%"``).
 
-Otherwise the number **differs**, with a reason (ours at the printed precision, and why where we
-know), or it is **not recoverable** with a reason: ours is None or NaN because the public data
-cannot give it. There are no other statuses and no tolerances.
+Ours is first rounded to 12 significant digits (:data:`medeval_kit.tables.STABLE_DIGITS`) and then
+compared and shown in decimal arithmetic, so a share of integers is exact: 23/40 is 57.5 %, never
+57.4999... % (see :meth:`Printed.show`).
+
+A ``consistent`` check may give ours as an interval ``(lo, hi)``: what the paper's rounded printed
+inputs allow. The printed value is reachable when some value of the interval rounds or truncates to
+it (the printed value inside the interval always is). Ours is then the value of the interval
+nearest the printed one, so the published-numbers table can be checked against the rule from its
+``published`` and ``ours`` columns alone; the note gives the interval.
+
+Every number is ``printed`` (the paper prints it) or ``derived`` (a quantity we derive from printed
+numbers: a sum, a sample size, a share we compute). Derived numbers are checked and shown like the
+others, but the report's headline counts printed numbers only.
 
 The data
 --------
 Every printed number a study checks lives in ``data/published/<paper-id>.yaml`` (one file per
 paper: ``id``, ``citation``, ``numbers``, and optionally ``url``, ``short``, ``inputs``,
-``contradictions``, ``notes``). See :func:`load_paper`; :func:`validate_paper_file` is the schema.
+``contradictions``, ``notes``; a number has ``id``, ``source``, ``quantity``, ``value`` and
+optionally ``kind`` (``printed`` or ``derived``), ``not_recoverable`` and ``note``). See
+:func:`load_paper`; :func:`validate_paper_file` is the schema.
 """
 
 from __future__ import annotations
@@ -31,6 +57,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -38,15 +65,22 @@ from typing import Any
 import pandas as pd
 
 from medeval_kit.errors import DataFileError
+from medeval_kit.tables import STABLE_DIGITS
 
 __all__ = [
     "STATUSES",
+    "STATUS_RULES",
+    "KINDS",
+    "BASES",
     "COLUMNS",
+    "CAUSE_UNKNOWN",
     "Printed",
     "parse_printed",
     "rounds_to",
     "truncates_to",
+    "matches",
     "decide",
+    "cause_problem",
     "Published",
     "Number",
     "Paper",
@@ -57,15 +91,58 @@ __all__ = [
     "to_frame",
 ]
 
-STATUSES = ("reproduced", "differs", "not recoverable")
-COLUMNS = ["paper", "source", "quantity", "published", "ours", "status", "note"]
+STATUS_RULES: dict[str, str] = {
+    "reproduced": ("ours, computed independently from public data (a computation on data, never a constant "
+                   "copied from the paper), rounds or truncates to the value as printed, at its printed "
+                   "precision; the row says which."),
+    "consistent": ("the printed value is reachable from the paper's own other numbers (a back-solve, integer "
+                   "counts that give it, interval arithmetic on the rounded printed inputs), but no independent "
+                   "data confirm it; the row says what it was reached from."),
+    "differs": ("ours is computed from the paper's data and disagrees; the row states the cause in plain words, "
+                "or says \"cause unknown: tried ...\" with what was tried."),
+    "not recoverable": "the data or definition needed are not public; the row says what is missing.",
+}
+"""Status -> its one rule in words (printed by the report and the docs)."""
+
+STATUSES = tuple(STATUS_RULES)
+"""The four statuses, in the order tables and the report list them."""
+
+KINDS = ("printed", "derived")
+"""``printed``: the paper prints the number; ``derived``: we derive it from printed numbers (a sum, a sample
+size, a share we compute). The headline counts printed numbers only."""
+
+BASES = ("independent", "consistent")
+"""What ours rests on: an ``independent`` computation on public data, or the paper's own numbers
+(``consistent``)."""
+
+COLUMNS = ["paper", "source", "quantity", "published", "ours", "status", "kind", "note"]
+
+CAUSE_UNKNOWN = "cause unknown: tried"
+"""How a ``differs`` row without a verified cause begins, followed by what was tried."""
+
+MIN_CAUSE_WORDS = 6
+"""A cause is a sentence: at least this many words of letters (counts alone are not a cause)."""
 
 _PRINTED = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?(%?)$")
 _PAPER_ID = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*-(?:19|20)\d\d$")
 _NUMBER_ID = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
+_WORD = re.compile(r"[A-Za-z][A-Za-z'-]*")
 
 
 # --------------------------------------------------------------------------- the rule
+
+
+def _exact(x: float) -> Decimal:
+    """``x`` at 12 significant digits, as a decimal: 23/40 is 0.575 exactly, so x 100 is 57.5, not 57.4999..."""
+    return Decimal(f"{float(x):.{STABLE_DIGITS}g}")
+
+
+def _plain(d: Decimal) -> str:
+    """A decimal without exponent or trailing zeros (``384.1``, ``100``); never ``-0``."""
+    d = d.normalize()
+    if d.is_zero():
+        return "0"
+    return f"{d:f}"
 
 
 @dataclass(frozen=True)
@@ -82,16 +159,94 @@ class Printed:
         """A count: printed without a decimal point or a percent sign; ours must equal it."""
         return not self.percent and self.decimals == 0
 
+    @property
+    def exact(self) -> Decimal:
+        """The printed number as a decimal on its printed scale (``"87.5%"`` -> 87.5)."""
+        return Decimal(self.text.rstrip("%").lstrip("+"))
+
+    @property
+    def unit(self) -> Decimal:
+        """One unit of the last printed digit (``"0.85"`` -> 0.01; ``"65%"`` -> 1, in percent)."""
+        return Decimal(1).scaleb(-self.decimals)
+
+    def scaled(self, ours: float) -> Decimal:
+        """Ours on the printed scale as an exact decimal (a share x 100 for a percentage).
+
+        Parameters
+        ----------
+        ours : float
+            Our value (a share for a percentage).
+
+        Returns
+        -------
+        Decimal
+            Ours at 12 significant digits, then x 100 for a percentage: exact decimal arithmetic.
+
+        Examples
+        --------
+        >>> parse_printed("57%").scaled(23 / 40)
+        Decimal('57.500')
+        """
+        x = _exact(ours)
+        return x * 100 if self.percent else x
+
     def scale(self, ours: float) -> float:
-        """Ours on the printed scale (a share x 100 for a percentage)."""
-        return float(ours) * 100.0 if self.percent else float(ours)
+        """Ours on the printed scale (a share x 100 for a percentage) as a float."""
+        return float(self.scaled(ours))
 
     def show(self, ours: float) -> str:
-        """Ours written like the printed value (same decimals, ``%`` when printed with one)."""
-        x = self.scale(ours)
-        if self.integer:
-            return f"{x:g}" if x != int(x) else str(int(x))
-        return f"{x:.{self.decimals}f}" + ("%" if self.percent else "")
+        """Ours written like the printed value (same decimals, ``%`` when printed with one).
+
+        Computed in decimal from ours at 12 significant digits, so a share of integers is exact. A tie
+        at the printed precision (a 5 just after the last printed digit, nothing after it) keeps that
+        digit: 23/40 beside ``"57%"`` shows ``57.5%``, not a rounding either way. A count that is not
+        whole shows its decimals (``384.1``).
+
+        Parameters
+        ----------
+        ours : float
+            Our value (a share for a percentage).
+
+        Returns
+        -------
+        str
+            Ours at the printed precision.
+
+        Examples
+        --------
+        >>> parse_printed("35%").show(23 / 40), parse_printed("87.5%").show(0.875), parse_printed("0.85").show(0.852)
+        ('57.5%', '87.5%', '0.85')
+        >>> parse_printed("105").show(105.0), parse_printed("0.571428").show(4 / 7)
+        ('105', '0.571429')
+        """
+        if not math.isfinite(float(ours)):
+            return str(float(ours))
+        x = self.scaled(ours)
+        if self.integer:  # a count: whole, or with the decimals it has (384.1)
+            return _plain(x)
+        d = self.decimals
+        finer = x.scaleb(d + 1)
+        if finer == finer.to_integral_value() and abs(finer) % 10 == 5:
+            d += 1  # a tie: show it rather than round it either way
+        q = x.quantize(Decimal(1).scaleb(-d), rounding=ROUND_HALF_UP)
+        if q.is_zero():
+            q = abs(q)
+        return f"{q:f}" + ("%" if self.percent else "")
+
+    def show_fine(self, ours: float) -> str:
+        """Ours two digits finer than printed (for an interval's ends or a truncated value), ``%`` kept.
+
+        Examples
+        --------
+        >>> parse_printed("-0.016").show_fine(-0.0155)
+        '-0.01550'
+        """
+        if not math.isfinite(float(ours)):
+            return str(float(ours))
+        x = self.scaled(ours).quantize(Decimal(1).scaleb(-(self.decimals + 2)), rounding=ROUND_HALF_UP)
+        if x.is_zero():
+            x = abs(x)
+        return f"{x:f}" + ("%" if self.percent else "")
 
 
 def parse_printed(text: str) -> Printed:
@@ -121,47 +276,213 @@ def _missing(ours: Any) -> bool:
         raise TypeError(f"ours must be a number or None, not {ours!r}") from None
 
 
+def _as_printed(value: str | Printed) -> Printed:
+    return value if isinstance(value, Printed) else parse_printed(value)
+
+
 def rounds_to(value: str | Printed, ours: float) -> bool:
-    """True when ``ours`` rounds to the printed ``value`` at its printed precision (see the module doc)."""
-    p = value if isinstance(value, Printed) else parse_printed(value)
-    x = p.scale(ours)
+    """True when ``ours`` rounds to the printed ``value`` at its printed precision (see the module doc).
+
+    Parameters
+    ----------
+    value : str or Printed
+        The value as printed (``"0.85"``, ``"87.5%"``, ``"105"``).
+    ours : float
+        Our value (a share for a percentage).
+
+    Returns
+    -------
+    bool
+        ``|ours - printed| <= half a unit`` of the last printed digit (a tie counts); a count must be equal.
+
+    Examples
+    --------
+    >>> rounds_to("0.85", 0.855), rounds_to("0.85", 0.8551), rounds_to("57.5%", 23 / 40), rounds_to("105", 104.6)
+    (True, False, True, False)
+    """
+    p = _as_printed(value)
+    if not math.isfinite(float(ours)):
+        return False
+    x = p.scaled(ours)
     if p.integer:
-        return abs(x - p.number) <= 1e-9 * max(1.0, abs(p.number))
-    half = 0.5 * 10.0 ** (-p.decimals)
-    return abs(x - p.number) <= half * (1 + 1e-9)
+        return x == p.exact
+    return abs(x - p.exact) <= p.unit / 2
 
 
 def truncates_to(value: str | Printed, ours: float) -> bool:
-    """True when ``ours`` cut (not rounded) at the printed decimals gives the printed value.
+    """True when ``ours`` cut (not rounded) after the printed decimals gives the printed value.
 
-    Not a status: a status is decided by :func:`rounds_to` alone. This only helps to say *why* a
-    number differs (e.g. printed 0.571428 for 4/7 = 0.5714286).
+    A paper that truncates is reproduced (the row says "truncates to"). A count must be equal.
+
+    Parameters
+    ----------
+    value : str or Printed
+        The value as printed.
+    ours : float
+        Our value (a share for a percentage).
+
+    Returns
+    -------
+    bool
+        Ours cut towards zero at the printed decimals equals the printed value.
+
+    Examples
+    --------
+    >>> truncates_to("0.571428", 4 / 7), rounds_to("0.571428", 4 / 7), truncates_to("0.85", 0.844)
+    (True, False, False)
     """
-    p = value if isinstance(value, Printed) else parse_printed(value)
-    x = p.scale(ours)
-    unit = 10.0 ** (-p.decimals)
-    cut = math.trunc(round(x / unit, 6)) * unit
-    return abs(cut - p.number) <= unit * 1e-6
+    p = _as_printed(value)
+    if not math.isfinite(float(ours)):
+        return False
+    x = p.scaled(ours)
+    if p.integer:
+        return x == p.exact
+    return x.quantize(p.unit, rounding=ROUND_DOWN) == p.exact
 
 
-def decide(value: str, ours: float | None) -> str:
-    """The status of a printed ``value`` against ``ours``: reproduced, differs or not recoverable.
+def matches(value: str | Printed, ours: float | None) -> str:
+    """How ours matches the printed value: ``"rounds"``, ``"truncates"`` (and does not round), or ``""``.
 
-    >>> decide("0.85", 0.846), decide("0.85", 0.844), decide("105", 105.0), decide("0.85", float("nan"))
+    Parameters
+    ----------
+    value : str or Printed
+        The value as printed.
+    ours : float or None
+        Our value; None or NaN matches nothing.
+
+    Returns
+    -------
+    str
+        ``"rounds"``, ``"truncates"`` or ``""``.
+
+    Examples
+    --------
+    >>> matches("0.85", 0.852), matches("0.571428", 4 / 7), matches("0.85", 0.80), matches("0.85", None)
+    ('rounds', 'truncates', '', '')
+    """
+    if _missing(ours):
+        return ""
+    p = _as_printed(value)
+    return "rounds" if rounds_to(p, ours) else "truncates" if truncates_to(p, ours) else ""
+
+
+def _interval(ours: Any) -> tuple[float, float] | None:
+    """``(lo, hi)`` when ours is an interval, else None; an interval must have two finite ordered ends."""
+    if not isinstance(ours, (tuple, list)):
+        return None
+    if len(ours) != 2:
+        raise ValueError(f"an interval is (lo, hi), not {ours!r}")
+    lo, hi = float(ours[0]), float(ours[1])
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+        raise ValueError(f"an interval needs finite ends with lo <= hi, not {ours!r}")
+    return lo, hi
+
+
+def _inside(p: Printed, lo: float, hi: float) -> bool:
+    """The printed value lies in [lo, hi] (ends at 12 significant digits: interval arithmetic in floats
+    leaves last-bit noise, -0.015999999999999903 for -0.016)."""
+    target = p.exact / 100 if p.percent else p.exact
+    return _exact(lo) <= target <= _exact(hi)
+
+
+def _nearest(p: Printed, lo: float, hi: float) -> float:
+    """The value of [lo, hi] nearest the printed value (the printed value itself when inside)."""
+    target = p.exact / 100 if p.percent else p.exact
+    return float(min(max(target, _exact(lo)), _exact(hi)))
+
+
+def decide(value: str, ours: float | tuple[float, float] | None, basis: str = "independent") -> str:
+    """The status of a printed ``value`` against ``ours`` by the rule (see :data:`STATUS_RULES`).
+
+    Parameters
+    ----------
+    value : str
+        The value as printed.
+    ours : float, (lo, hi) or None
+        Our value; None or NaN when it cannot be computed. An interval only with ``basis="consistent"``.
+    basis : {"independent", "consistent"}
+        ``independent``: ours is computed from public data (reproduced / differs / not recoverable);
+        ``consistent``: ours is reached from the paper's own numbers (consistent / differs / not
+        recoverable).
+
+    Returns
+    -------
+    str
+        One of :data:`STATUSES`: a match (rounds or truncates; for an interval, some value of it does)
+        is ``reproduced`` (independent) or ``consistent``; no match ``differs``; no ours ``not recoverable``.
+
+    Examples
+    --------
+    >>> decide("0.85", 0.846), decide("0.85", 0.844), decide("0.571428", 4 / 7), decide("0.85", float("nan"))
     ('reproduced', 'differs', 'reproduced', 'not recoverable')
+    >>> decide("-0.016", (-0.0165, -0.0145), "consistent"), decide("-0.016", (-0.0150, -0.0140), "consistent")
+    ('consistent', 'differs')
     """
+    if basis not in BASES:
+        raise ValueError(f"unknown basis {basis!r}; use one of {BASES}")
     p = parse_printed(value)
+    iv = _interval(ours)
+    if iv is not None:
+        if basis != "consistent":
+            raise ValueError("an interval (lo, hi) of ours is a check against the paper's own numbers: "
+                             "use basis='consistent'")
+        ours = _nearest(p, *iv)
     if _missing(ours):
         return "not recoverable"
-    return "reproduced" if rounds_to(p, ours) else "differs"
+    if not matches(p, ours):
+        return "differs"
+    return "reproduced" if basis == "independent" else "consistent"
+
+
+def cause_problem(why: str) -> str:
+    """What is wrong with the cause of a ``differs`` row, or ``""`` when it is a cause.
+
+    A cause is a plain sentence (at least :data:`MIN_CAUSE_WORDS` words, not counts alone); where the
+    cause is not known it begins with :data:`CAUSE_UNKNOWN` and lists what was tried.
+
+    Parameters
+    ----------
+    why : str
+        The cause given to :meth:`Paper.check`.
+
+    Returns
+    -------
+    str
+        ``""`` for a cause, else what is missing (for an error message).
+
+    Examples
+    --------
+    >>> cause_problem("recounted from Table 19: 8/40")
+    'the cause is not a sentence (3 words): say in plain words why ours and the printed value disagree'
+    >>> cause_problem("cause unknown: tried Kendall tau-b, tau-c, Spearman and Pearson on 972 codings")
+    ''
+    """
+    text = " ".join((why or "").split())
+    if not text:
+        return f"no cause: say why ours and the printed value disagree, or begin with '{CAUSE_UNKNOWN} ...'"
+    low = text.lower()
+    if low.startswith("cause unknown") and not low.startswith(CAUSE_UNKNOWN):
+        return f"an unknown cause begins with '{CAUSE_UNKNOWN} ...' and lists what was tried"
+    if low.startswith(CAUSE_UNKNOWN) and len(_WORD.findall(text[len(CAUSE_UNKNOWN):])) < 2:
+        return f"'{CAUSE_UNKNOWN}' must list what was tried"
+    n = len(_WORD.findall(text))
+    if n < MIN_CAUSE_WORDS:
+        return (f"the cause is not a sentence ({n} words): say in plain words why ours and the printed value "
+                "disagree")
+    return ""
 
 
 @dataclass(frozen=True)
 class Published:
-    """A number a paper prints, beside ours, with its status by the one rule and the reason.
+    """A number a paper prints, beside ours, with its status by the rule and the reason.
 
-    Build it with :meth:`check` (or :meth:`Paper.check`); the constructor refuses a status that
-    the rule does not give, and a ``differs`` or ``not recoverable`` without a reason.
+    Build it with :meth:`check` (or :meth:`Paper.check`); the constructor refuses a status that the
+    rule does not give for ``value``, ``ours`` (or ``interval``) and ``basis``, a status other than
+    ``reproduced`` without a reason, and a ``consistent`` number without ``how``.
+
+    ``ours`` is a number (for an interval: its value nearest the printed one); ``cause`` is the
+    ``why`` of a ``differs`` or ``not recoverable`` row; ``match`` says whether ours ``rounds`` or
+    ``truncates`` to the printed value.
     """
 
     paper: str
@@ -173,47 +494,127 @@ class Published:
     status: str
     reason: str = ""
     note: str = ""
+    kind: str = "printed"
+    basis: str = "independent"
+    interval: tuple[float, float] | None = None
+    cause: str = ""
+    how: str = ""
 
     def __post_init__(self) -> None:
+        where = f"{self.paper}/{self.id}"
         if self.status not in STATUSES:
-            raise ValueError(f"{self.paper}/{self.id}: unknown status {self.status!r}; use one of {STATUSES}")
-        expected = decide(self.value, self.ours)
+            raise ValueError(f"{where}: unknown status {self.status!r}; use one of {STATUSES}")
+        if self.kind not in KINDS:
+            raise ValueError(f"{where}: unknown kind {self.kind!r}; use one of {KINDS}")
+        if self.basis not in BASES:
+            raise ValueError(f"{where}: unknown basis {self.basis!r}; use one of {BASES}")
+        expected = decide(self.value, self.interval if self.interval is not None else self.ours, self.basis)
         if self.status != expected:
-            raise ValueError(f"{self.paper}/{self.id}: status {self.status!r} but the rule gives {expected!r} "
-                             f"(printed {self.value}, ours {self.ours!r})")
+            raise ValueError(f"{where}: status {self.status!r} but the rule gives {expected!r} "
+                             f"(printed {self.value}, ours {self.ours!r}, basis {self.basis})")
         if self.status != "reproduced" and not self.reason.strip():
-            raise ValueError(f"{self.paper}/{self.id}: a {self.status!r} number needs a reason")
+            raise ValueError(f"{where}: a {self.status!r} number needs a reason")
+        if self.status == "consistent" and not self.how.strip():
+            raise ValueError(f"{where}: a 'consistent' number needs how: what the printed value was reached from")
+
+    @property
+    def match(self) -> str:
+        """``"rounds"`` or ``"truncates"`` when ours matches the printed value, else ``""``."""
+        return matches(self.value, self.ours)
 
     @classmethod
-    def check(cls, paper: str, id: str, source: str, quantity: str, value: str, ours: float | None, *,
-              why: str = "", note: str = "") -> Published:
+    def check(cls, paper: str, id: str, source: str, quantity: str, value: str,
+              ours: float | tuple[float, float] | None, *, why: str = "", note: str = "",
+              basis: str = "independent", how: str = "", kind: str = "printed") -> Published:
         """Decide the status of ``value`` against ``ours`` and build the reason.
 
-        ``why`` explains a difference or a missing value (required when ours is None/NaN);
-        ``note`` is context shown whatever the status (n, CI, how ours was computed).
+        Parameters
+        ----------
+        paper, id, source, quantity : str
+            The paper id, the number's id, where the paper prints it and what it is.
+        value : str
+            The value as printed.
+        ours : float, (lo, hi) or None
+            Our value; None or NaN when it cannot be computed; an interval ``(lo, hi)`` (what the
+            rounded printed inputs allow) only with ``basis="consistent"``.
+        why : str
+            For ``differs``: the cause in plain words, or ``"cause unknown: tried ..."``; for ``not
+            recoverable`` (required): what is missing. Not shown for a match.
+        note : str
+            Context shown whatever the status (n, CI, how ours was computed).
+        basis : {"independent", "consistent"}
+            ``independent``: ours computed from public data; ``consistent``: reached from the paper's
+            own numbers (``how`` required).
+        how : str
+            For ``basis="consistent"``: one plain sentence, what the printed value was reached from.
+        kind : {"printed", "derived"}
+            Whether the paper prints the number or we derive it from printed numbers.
+
+        Returns
+        -------
+        Published
+            The row; its ``reason`` says ``rounds to`` / ``truncates to`` for a match, ours and the
+            printed value and the cause for ``differs``.
+
+        Examples
+        --------
+        >>> Published.check("p-2024", "k", "Table 1", "kappa", "0.85", 0.852).reason
+        'ours rounds to 0.85'
+        >>> Published.check("p-2024", "k", "Table 1", "kappa", "0.571428", 4 / 7).reason
+        'ours 0.57142857 truncates to 0.571428 (rounded it would be 0.571429)'
+        >>> r = Published.check("p-2024", "d", "Fig. 6", "delta kappa", "-0.016", (-0.0165, -0.0145),
+        ...                     basis="consistent", how="0.694 - 0.709, each rounded to three decimals")
+        >>> r.status, r.reason
+        ('consistent', '0.694 - 0.709, each rounded to three decimals; the rounded printed inputs allow -0.01650 to -0.01450, which contains -0.016')
         """
+        where = f"{paper}/{id}"
+        if basis not in BASES:
+            raise ValueError(f"{where}: unknown basis {basis!r}; use one of {BASES}")
         p = parse_printed(value)
-        ours = None if _missing(ours) else float(ours)
-        status = decide(value, ours)
+        interval = _interval(ours)
+        if interval is not None and basis != "consistent":
+            raise ValueError(f"{where}: an interval (lo, hi) of ours is a check against the paper's own numbers: "
+                             "use basis='consistent' and say how")
+        if basis == "consistent" and not how.strip():
+            raise ValueError(f"{where}: a check with basis='consistent' needs how=...: one plain sentence, what the "
+                             "printed value was reached from")
+        point = _nearest(p, *interval) if interval is not None else None if _missing(ours) else float(ours)
+        why, how = " ".join(why.split()), " ".join(how.split())
+        if why.lower().startswith("cause unknown") and cause_problem(why):
+            raise ValueError(f"{where}: {cause_problem(why)}")
+        status = decide(value, interval if interval is not None else point, basis)
+        span = "" if interval is None else (f"the rounded printed inputs allow {p.show_fine(interval[0])} to "
+                                            f"{p.show_fine(interval[1])}")
         if status == "not recoverable":
-            if not why.strip():
-                raise ValueError(f"{paper}/{id}: ours is missing; say why it is not recoverable (why=...)")
-            reason = why
+            if not why:
+                raise ValueError(f"{where}: ours is missing; say what is missing (why=...)")
+            reason = "; ".join(s for s in (how, why) if s)
         elif status == "differs":
-            reason = f"ours rounds to {p.show(ours)}, printed {p.text}" + (f"; {why}" if why else "")
+            ours_text = span + f", printed {p.text}" if span else f"ours {p.show(point)}, printed {p.text}"
+            reason = "; ".join(s for s in (how, ours_text, why) if s)
         else:
-            reason = ""
-        return cls(paper, id, source, quantity, p.text, ours, status, reason, note)
+            if span:
+                inside = _inside(p, *interval)
+                found = f"{span}, which " + (f"contains {p.text}" if inside else f"reaches {p.text} at its "
+                                             "printed precision")
+            elif matches(p, point) == "rounds":
+                found = f"ours rounds to {p.text}"
+            else:
+                found = f"ours {p.show_fine(point)} truncates to {p.text} (rounded it would be {p.show(point)})"
+            reason = "; ".join(s for s in (how, found) if s)
+        return cls(paper, id, source, quantity, p.text, point, status, reason, note, kind, basis, interval,
+                   why if status in ("differs", "not recoverable") else "", how)
 
     def to_row(self) -> dict:
-        """One row of the published-numbers table (``COLUMNS``); ``note`` = reason, then context."""
+        """One row of the published-numbers table (:data:`COLUMNS`); ``note`` = reason, then context."""
         note = "; ".join(s for s in (self.reason, self.note) if s)
         return {"paper": self.paper, "source": self.source, "quantity": self.quantity, "published": self.value,
-                "ours": float("nan") if self.ours is None else self.ours, "status": self.status, "note": note}
+                "ours": float("nan") if self.ours is None else self.ours, "status": self.status,
+                "kind": self.kind, "note": note}
 
 
 def to_frame(rows: Iterable[Published]) -> pd.DataFrame:
-    """The published-numbers table: paper, source, quantity, published (as printed), ours, status, note."""
+    """The published-numbers table: paper, source, quantity, published (as printed), ours, status, kind, note."""
     out = pd.DataFrame([r.to_row() for r in rows], columns=COLUMNS)
     out["ours"] = out["ours"].astype(float)
     return out
@@ -224,7 +625,7 @@ def to_frame(rows: Iterable[Published]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Number:
-    """One printed number of a paper data file."""
+    """One number of a paper data file: printed by the paper, or derived by us from printed numbers."""
 
     id: str
     source: str
@@ -232,6 +633,7 @@ class Number:
     value: str
     not_recoverable: str = ""
     note: str = ""
+    kind: str = "printed"
 
 
 @dataclass(frozen=True)
@@ -264,20 +666,59 @@ class Paper:
         except KeyError:
             raise DataFileError(f"{self.path}: no input {name!r} (inputs: {sorted(self.inputs)})") from None
 
-    def check(self, number_id: str, ours: float | None = None, *, why: str = "", note: str = "") -> Published:
-        """Ours against this paper's printed number ``number_id``.
+    def check(self, number_id: str, ours: float | tuple[float, float] | None = None, *, why: str = "",
+              note: str = "", basis: str = "independent", how: str = "") -> Published:
+        """Ours against this paper's number ``number_id``, by the rule (:data:`STATUS_RULES`).
 
-        A number the file marks ``not_recoverable`` takes that reason and must get ``ours=None``
-        (say what the public data does give in ``note``).
+        Parameters
+        ----------
+        number_id : str
+            The number's id in the data file; its ``kind`` (printed or derived) is carried into the row.
+        ours : float, (lo, hi) or None
+            ``basis="independent"``: ours computed from public data (a computation, never a constant
+            copied from the paper); None or NaN when the public data cannot give it.
+            ``basis="consistent"``: ours reached from the paper's own numbers, a float or an interval
+            ``(lo, hi)`` from interval arithmetic on the rounded printed inputs.
+        why : str
+            For ``differs``: the verified cause in one or two plain sentences with the numbers that show
+            it, or ``"cause unknown: tried ..."`` (:func:`cause_problem` says what a cause needs; the tests
+            require one for every ``differs`` row of the bundled data, while a check on your own data that
+            differs where the paper's data match is reported without one rather than refused). For ``not
+            recoverable`` (required): what is missing (a number the file marks ``not_recoverable`` takes
+            that reason first).
+        note : str
+            Context shown whatever the status (n, CI, what the public data do give).
+        basis : {"independent", "consistent"}
+            What ours rests on.
+        how : str
+            Required with ``basis="consistent"``: one plain sentence, what the printed value was reached
+            from.
+
+        Returns
+        -------
+        Published
+            ``reproduced`` (independent; ours rounds or truncates to the printed value, the note says
+            which), ``consistent`` (basis consistent; the printed value is reached), ``differs`` or
+            ``not recoverable``.
+
+        Examples
+        --------
+        >>> p = Paper("p-2024", "A. Author. A title. Venue 2024.",
+        ...           {"k": Number("k", "Table 1", "kappa", "0.85"), "n": Number("n", "Sec. 2", "n", "40", kind="derived")})
+        >>> p.check("k", 0.852).status, p.check("n", float(sum([17, 23]))).kind
+        ('reproduced', 'derived')
+        >>> p.check("k", (0.845, 0.862), basis="consistent", how="PA 0.9 and chance 0.33, both rounded").status
+        'consistent'
         """
         n = self.number(number_id)
         if n.not_recoverable:
-            if not _missing(ours):
+            if not _missing(ours) or _interval(ours) is not None:
                 raise ValueError(f"{self.path}: {number_id} is marked not recoverable but ours = {ours!r}; "
                                  "put an analogue in the note instead")
             why = n.not_recoverable + (f"; {why}" if why else "")
         note = "; ".join(s for s in (n.note, note) if s)
-        return Published.check(self.id, n.id, n.source, n.quantity, n.value, ours, why=why, note=note)
+        return Published.check(self.id, n.id, n.source, n.quantity, n.value, ours, why=why, note=note,
+                               basis=basis, how=how, kind=n.kind)
 
     def contradictions_frame(self) -> pd.DataFrame:
         return pd.DataFrame([{"paper": self.id, **c} for c in self.contradictions],
@@ -298,12 +739,29 @@ def paper_ids(folder: str | Path | None = None) -> list[str]:
 
 
 _TOP = {"id", "citation", "url", "short", "numbers", "inputs", "contradictions", "notes"}
-_NUM = {"id", "source", "quantity", "value", "not_recoverable", "note"}
+_NUM = {"id", "source", "quantity", "value", "kind", "not_recoverable", "note"}
 _CONTRA = ("where", "says", "but", "consequence")
 
 
 def validate_paper_file(path: str | Path) -> Paper:
-    """Read and check one paper data file; errors name the file and the entry."""
+    """Read and check one paper data file; errors name the file and the entry.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``data/published/<paper-id>.yaml``.
+
+    Returns
+    -------
+    Paper
+        The paper: id, citation, numbers (each with ``kind``: ``printed``, the default, or ``derived``),
+        inputs and contradictions.
+
+    Examples
+    --------
+    >>> validate_paper_file(published_dir() / "pandalm-2024.yaml").id
+    'pandalm-2024'
+    """
     import yaml
 
     p = Path(path)
@@ -349,8 +807,12 @@ def validate_paper_file(path: str | Path) -> Paper:
         for k in ("not_recoverable", "note"):
             if k in n and (not isinstance(n[k], str) or not n[k].strip()):
                 raise DataFileError(f"{where} ({n['id']}): {k!r} must be a non-empty string when given")
+        kind = n.get("kind", "printed")
+        if kind not in KINDS:
+            raise DataFileError(f"{where} ({n['id']}): kind {kind!r} must be one of {list(KINDS)} (printed: the "
+                                "paper prints it; derived: we derive it from printed numbers)")
         numbers[n["id"]] = Number(n["id"], n["source"].strip(), n["quantity"].strip(), n["value"].strip(),
-                                  n.get("not_recoverable", "").strip(), n.get("note", "").strip())
+                                  n.get("not_recoverable", "").strip(), n.get("note", "").strip(), kind)
     inputs = doc.get("inputs") or {}
     if not isinstance(inputs, dict):
         raise DataFileError(f"{p}: 'inputs' must be a mapping")

@@ -88,10 +88,11 @@ def study_numbers(study: str, **inputs) -> list[Published]:
 
 
 def published_numbers(study: str, **inputs) -> pd.DataFrame:
-    """The published-numbers table of one study: paper, source, quantity, published, ours, status, note.
+    """The published-numbers table of one study: paper, source, quantity, published, ours, status, kind, note.
 
     ``paper`` is the canonical paper id; ``published`` the value as printed; ``status`` one of
-    ``reproduced``, ``differs``, ``not recoverable`` by the one rule. Inputs by study:
+    ``reproduced``, ``consistent``, ``differs``, ``not recoverable`` by its rule
+    (:data:`~medeval_kit.repro.published.STATUS_RULES`); ``kind`` ``printed`` or ``derived``. Inputs by study:
     ``agreement(part, annotations, n_boot, seed)``, ``rounds(rounds_df)``,
     ``position_bias(estimates)``, ``length_and_self_preference()``, ``generation(mmlu_results)``.
     """

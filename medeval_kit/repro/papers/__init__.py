@@ -3,8 +3,9 @@
 A module reads its paper's data file (``data/published/<paper-id>.yaml``) with
 :func:`~medeval_kit.repro.published.load_paper`, computes each quantity with the generic library
 (agreement, rounds, bias, generate ...) and returns :class:`~medeval_kit.repro.published.Published`
-rows through ``Paper.check(number_id, ours, why=..., note=...)``. Module names are the paper ids
-with ``_`` for ``-``.
+rows through ``Paper.check(number_id, ours, why=..., note=..., basis=..., how=...)``: ``basis="independent"``
+(the default) when ours comes from public data, ``basis="consistent"`` with ``how`` when it is reached from the
+paper's own printed numbers. Module names are the paper ids with ``_`` for ``-``.
 """
 
 from medeval_kit.repro.papers import (  # noqa: F401
