@@ -13,10 +13,10 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: setup figures test lint wheel lab apps report clean-runs help
+.PHONY: setup figures test test-fast lint docs wheel lab apps report clean-runs help
 
 help:
-	@echo "make figures | make test | make lint | make wheel | make lab | make report"
+	@echo "make figures | make test | make lint | make docs | make wheel | make lab | make report"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -46,12 +46,32 @@ apps: setup
 	  $(BIN)/marimo export html $$app -o figures/apps/$$name.html --force >/dev/null && echo "exported figures/apps/$$name.html"; \
 	done
 
+# The whole suite, on TEST_JOBS processes (pytest-xdist; a notebook's cells stay in one process). The
+# notebooks run under nbval from a scratch copy (.nbval/: the notebooks, the committed tables they read, the
+# project marker and a link to data/ for the LLM cache), so their outputs never touch figures/ or tables/;
+# MEDEVAL_CHECK_TREE fails the run if the checkout changed all the same (tests/conftest.py).
+TEST_JOBS ?= 2
+NBVAL := .nbval
 test: setup
-	MEDEVAL_CACHE_MODE=replay $(BIN)/python -m pytest tests notebooks --nbval-lax -q
+	rm -rf $(NBVAL) && mkdir -p $(NBVAL) && cp -R notebooks tables medeval.toml $(NBVAL)/ && ln -s ../data $(NBVAL)/data
+	MEDEVAL_CACHE_MODE=replay MEDEVAL_CHECK_TREE=1 $(BIN)/python -m pytest tests $(NBVAL)/notebooks --nbval-lax -q \
+	  -n $(TEST_JOBS) --dist loadfile
 
 # ruff's rules and version are in pyproject.toml ([tool.ruff], extra "dev")
 lint: setup
 	$(BIN)/ruff check medeval_kit tests benchmarks
+
+# The documentation site (mkdocs.yml) in site/ (gitignored), with --strict: any warning (a broken link or
+# cross-reference, a page missing from the nav) fails. The extra "docs" is installed on first use only, not
+# by `make setup`; its own stamp re-installs it when pyproject.toml changes.
+DOCS_STAMP := $(VENV)/.medeval-docs-installed
+
+$(DOCS_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[docs]'
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	DISABLE_MKDOCS_2_WARNING=true NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --clean --site-dir site
 
 # The installable package (prompts, prices, published numbers, bundled datasets, notebooks and example
 # studies inside it, see setup.py) in dist/

@@ -2,13 +2,29 @@
 
 from __future__ import annotations
 
+__all__ = ["MedevalError", "SchemaError", "DataFileError", "ParameterError", "StudyError"]
+
 
 class MedevalError(Exception):
     """Base class of every medeval_kit error."""
 
 
 class SchemaError(MedevalError, ValueError):
-    """A table does not fit its schema; names the table, column, rows and (if known) file."""
+    """A table does not fit its schema; the message names the table, column, rows and (if known) file.
+
+    Parameters
+    ----------
+    table : str
+        The table's name (or a file's role).
+    column : str or None
+        The column at fault.
+    rows : list of int
+        The offending rows (0-based positions), shown up to ten.
+    problem : str
+        What is wrong.
+    source : str, optional
+        The file the table came from.
+    """
 
     def __init__(
         self,

@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.bias import letter_balance
+from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.datasets import Bundle
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import bootstrap_means, percentile_interval
 
@@ -24,7 +26,19 @@ _ROUND_COLS = ("item", "round", "component", "aspect", "score", "max_score", "st
 
 
 def table_counts(*bundles: Bundle) -> pd.DataFrame:
-    """Return one row per (dataset, table): rows, distinct items and the columns present."""
+    """Return one row per (dataset, table): rows, distinct items and the columns present.
+
+    Parameters
+    ----------
+    *bundles : Bundle
+        Loaded datasets (:mod:`medeval_kit.datasets`).
+
+    Returns
+    -------
+    DataFrame
+        ``dataset, table, rows, items`` (distinct ``item`` values; NaN without an ``item`` column),
+        ``columns`` (comma-separated).
+    """
     rows = []
     for b in bundles:
         for name, df in b.tables().items():
@@ -36,43 +50,128 @@ def table_counts(*bundles: Bundle) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@shared_docs
+@takes_columns("label", "rater", "rater_kind")
 def label_distribution(
-    df: pd.DataFrame, *, by: str | list[str] = "rater", label: str = "label", dropna: bool = False
+    df: pd.DataFrame, *, by: str | list[str] = "rater", dropna: bool = False, columns: Columns = None
 ) -> pd.DataFrame:
     """Return counts and shares of each label per group; NA labels appear as ``"<missing>"`` rows.
 
-    Columns: the ``by`` columns, label, n, n_group (the group's total, the share's denominator), share.
+    A description, not an inference: the share has no interval.
+
+    Parameters
+    ----------
+    df : DataFrame
+        A table with a ``label`` column and the ``by`` columns (e.g. ``annotations``).
+    by : str or list of str, default "rater"
+        The column(s) to group by; a canonical name (``rater``, ``rater_kind``) follows ``columns``.
+    dropna : bool, default False
+        Drop the ``"<missing>"`` rows (shares are then over the labelled rows).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per (group, label): the ``by`` columns, ``label``, ``estimate`` (the share), the
+        contract columns (``n_items`` = the group's rows, the share's denominator), and ``n``,
+        ``n_group`` (= ``n_items``), ``share`` (= ``estimate``).
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_panel
+    >>> d = label_distribution(synthetic_panel(n_items=10, seed=1), by="rater_kind")
+    >>> d.groupby("rater_kind")["share"].sum().round(6).tolist()
+    [1.0, 1.0]
     """
     by = [by] if isinstance(by, str) else list(by)
-    work = df[by + [label]].copy()
-    work[label] = work[label].astype(object).where(work[label].notna(), "<missing>")
+    work = df[by + ["label"]].copy()
+    work["label"] = work["label"].astype(object).where(work["label"].notna(), "<missing>")
     if dropna:
-        work = work[work[label] != "<missing>"]
-    counts = work.groupby(by + [label], sort=True).size().rename("n").reset_index()
+        work = work[work["label"] != "<missing>"]
+    counts = work.groupby(by + ["label"], sort=True).size().rename("n").reset_index()
     counts["n_group"] = counts.groupby(by)["n"].transform("sum")
     counts["share"] = counts["n"] / counts["n_group"]
-    return counts
+    rows = [result_row(r["share"], n_items=r["n_group"], **{k: r[k] for k in [*by, "label", "n", "n_group", "share"]})
+            for r in counts.to_dict("records")]
+    return result_frame(rows, keys=[*by, "label"])
 
 
-def score_distribution(judgments: pd.DataFrame, *, by: str | list[str] = "criterion") -> pd.DataFrame:
-    """Return n, n_missing, mean, sd, median, min and max of ``score`` per group (a description, no CIs)."""
+@shared_docs
+@takes_columns("score", "criterion", "judge")
+def score_distribution(judgments: pd.DataFrame, *, by: str | list[str] = "criterion",
+                       columns: Columns = None) -> pd.DataFrame:
+    """Return n, n_missing, mean, sd, median, min and max of ``score`` per group (a description, no CIs).
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        A table with a numeric ``score`` column and the ``by`` columns.
+    by : str or list of str, default "criterion"
+        The column(s) to group by; a canonical name (``criterion``, ``judge``) follows ``columns``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per group: the ``by`` columns, ``estimate`` (the mean score, no interval), the contract
+        columns (``n_items`` = scored rows, ``n_failed`` = NA scores), and ``n``, ``n_missing``, ``mean``,
+        ``sd``, ``median``, ``min``, ``max``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"criterion": ["a", "a", "b"], "score": [1.0, 3.0, None]})
+    >>> score_distribution(df)[["criterion", "estimate", "n_items", "n_failed"]].values.tolist()
+    [['a', 2.0, 2, 0], ['b', nan, 0, 1]]
+    """
     by = [by] if isinstance(by, str) else list(by)
     g = judgments.groupby(by)["score"]
-    return pd.DataFrame({
+    d = pd.DataFrame({
         "n": g.count(), "n_missing": g.apply(lambda s: int(s.isna().sum())),
         "mean": g.mean(), "sd": g.std(), "median": g.median(), "min": g.min(), "max": g.max(),
     }).reset_index()
+    rows = [result_row(r["mean"], n_items=r["n"], n_failed=r["n_missing"],
+                       note="" if r["n"] else "no scored rows", **r) for r in d.to_dict("records")]
+    return result_frame(rows, keys=by)
 
 
-def score_means(judgments: pd.DataFrame, items: pd.DataFrame, *, by: str = "generator",
-                criterion: str = "criterion", n_boot: int = 1000, seed: int = 0,
-                confidence: float = 0.95) -> pd.DataFrame:
+@shared_docs
+@takes_columns("item", "criterion", "score")
+def score_means(judgments: pd.DataFrame, items: pd.DataFrame, *, by: str = "generator", n_boot: int = 1000,
+                seed: int = 0, confidence: float = 0.95, columns: Columns = None) -> pd.DataFrame:
     """Return the mean ``score`` per (``by`` of the item, criterion) with a percentile-bootstrap CI.
 
     Scored rows are resampled ``n_boot`` times with a fresh ``default_rng(seed)`` per group (seaborn's
-    ``errorbar=("ci", 95)``, so the numbers match a seaborn point plot). ``n_items`` counts the scored
-    rows, ``n_failed`` the rows with an NA score.
+    ``errorbar=("ci", 95)``, so the numbers match a seaborn point plot).
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        ``item, criterion, score`` (one row per score).
+    items : DataFrame
+        ``item`` and the ``by`` column.
+    by : str, default "generator"
+        The column of ``items`` to group by.
+    {n_boot}
+    {seed}
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per (``by``, ``criterion``): ``estimate`` (the mean score), the percentile interval and
+        the contract columns (``n_items`` = scored rows, ``n_failed`` = rows with an NA score).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> j = pd.DataFrame({"item": ["a", "b", "c"], "criterion": "overall", "score": [1.0, 2.0, 3.0]})
+    >>> it = pd.DataFrame({"item": ["a", "b", "c"], "generator": ["g", "g", "h"]})
+    >>> score_means(j, it, n_boot=50)[["generator", "estimate", "n_items"]].values.tolist()
+    [['g', 1.5, 2], ['h', 3.0, 1]]
     """
+    criterion = "criterion"
     data = judgments.merge(items[["item", by]], on="item")
     rows = []
     for (g, c), d in data.groupby([by, criterion], sort=True):
@@ -126,7 +225,20 @@ _OVERVIEWS = {"pandalm": _pandalm_tables, "medqg": _medqg_tables, "grounded_synt
 def load_overview(dataset: str) -> tuple[list[Bundle], dict[str, pd.DataFrame]]:
     """Return the bundles of a bundled dataset and its overview tables by name.
 
-    ``dataset`` is ``"pandalm"``, ``"medqg"`` or ``"grounded_synth"``.
+    Parameters
+    ----------
+    dataset : {"pandalm", "medqg", "grounded_synth"}
+        The bundled dataset.
+
+    Returns
+    -------
+    tuple of (list of Bundle, dict of str to DataFrame)
+        The loaded bundles, and the overview tables by name (``counts``, ``labels``, ...).
+
+    Raises
+    ------
+    ValueError
+        An unknown dataset.
     """
     if dataset not in _OVERVIEWS:
         raise ValueError(f"unknown dataset {dataset!r}; choose one of {list(_OVERVIEWS)}")

@@ -42,8 +42,8 @@ def find_project(start: str | os.PathLike | None = None) -> Path | None:
     pathlib.Path or None
         The resolved project folder, or ``None`` when no folder up to the filesystem root has a marker.
 
-    Example
-    -------
+    Examples
+    --------
     >>> find_project("/tmp/somewhere/without/marker") is None  # doctest: +SKIP
     True
     """
@@ -62,8 +62,8 @@ def root() -> Path:
     pathlib.Path
         An absolute path; it may not exist when ``$MEDEVAL_ROOT`` names a missing folder.
 
-    Example
-    -------
+    Examples
+    --------
     >>> import os; os.environ["MEDEVAL_ROOT"] = "/my/project"; str(root())  # doctest: +SKIP
     '/my/project'
     """
@@ -77,6 +77,11 @@ def toolkit_home() -> Path:
     """Return the folder above the installed package: the checkout in development, else ``site-packages``.
 
     Not a place to read resources from (use :func:`package_resource`) nor to write to (use :func:`root`).
+
+    Returns
+    -------
+    pathlib.Path
+        The parent folder of ``medeval_kit/``.
     """
     return Path(__file__).resolve().parents[1]
 
@@ -104,8 +109,8 @@ def package_resource(*parts: str) -> Path:
     pathlib.Path
         ``medeval_kit/_bundle/<parts>`` in a built install, else ``<checkout>/<parts>``.
 
-    Example
-    -------
+    Examples
+    --------
     >>> package_resource("data", "prices.yaml").name
     'prices.yaml'
     """
@@ -124,9 +129,10 @@ def resource(*parts: str) -> Path:
     Returns
     -------
     pathlib.Path
+        The project's copy when it exists, else the toolkit's.
 
-    Example
-    -------
+    Examples
+    --------
     >>> resource("prompts").name
     'prompts'
     """
@@ -135,42 +141,90 @@ def resource(*parts: str) -> Path:
 
 
 def data_dir() -> Path:
-    """Return the folder of the bundled datasets (the toolkit's ``data/``; never the project's)."""
+    """Return the folder of the bundled datasets (the toolkit's ``data/``; never the project's).
+
+    Returns
+    -------
+    pathlib.Path
+        The toolkit's ``data/`` folder.
+    """
     return package_resource("data")
 
 
 def prompts_dir() -> Path:
-    """Return the prompts folder (``prompts/``: the project's, else the toolkit's)."""
+    """Return the prompts folder (``prompts/``: the project's, else the toolkit's).
+
+    Returns
+    -------
+    pathlib.Path
+        The project's ``prompts/`` when it exists, else the toolkit's.
+    """
     return resource("prompts")
 
 
 def prices_path() -> Path:
-    """Return the price table (``data/prices.yaml``: the project's, else the toolkit's)."""
+    """Return the price table (``data/prices.yaml``: the project's, else the toolkit's).
+
+    Returns
+    -------
+    pathlib.Path
+        The project's ``data/prices.yaml`` when it exists, else the toolkit's.
+    """
     return resource("data", "prices.yaml")
 
 
 def published_dir() -> Path:
-    """Return the folder of the paper data files (``data/published/``: the project's, else the toolkit's)."""
+    """Return the folder of the paper data files (``data/published/``: the project's, else the toolkit's).
+
+    Returns
+    -------
+    pathlib.Path
+        The project's ``data/published/`` when it exists, else the toolkit's.
+    """
     return resource("data", "published")
 
 
 def notebooks_dir() -> Path:
-    """Return the toolkit's notebooks folder (packaged, or the checkout's ``notebooks/``)."""
+    """Return the toolkit's notebooks folder (packaged, or the checkout's ``notebooks/``).
+
+    Returns
+    -------
+    pathlib.Path
+        The toolkit's ``notebooks/`` folder.
+    """
     return package_resource("notebooks")
 
 
 def example_studies_dir() -> Path:
-    """Return the toolkit's example studies folder (packaged, or the checkout's ``studies/``)."""
+    """Return the toolkit's example studies folder (packaged, or the checkout's ``studies/``).
+
+    Returns
+    -------
+    pathlib.Path
+        The toolkit's ``studies/`` folder.
+    """
     return package_resource("studies")
 
 
 def studies_dir() -> Path:
-    """Return the project's studies folder, ``<root>/studies`` (it may not exist)."""
+    """Return the project's studies folder, ``<root>/studies`` (it may not exist).
+
+    Returns
+    -------
+    pathlib.Path
+        ``<root>/studies``.
+    """
     return root() / "studies"
 
 
 def cache_path() -> Path:
-    """Return the LLM cache file (``<root>/data/cache/llm.sqlite``; it is the project's, never a fallback)."""
+    """Return the LLM cache file (``<root>/data/cache/llm.sqlite``; it is the project's, never a fallback).
+
+    Returns
+    -------
+    pathlib.Path
+        ``<root>/data/cache/llm.sqlite``.
+    """
     return root() / "data" / "cache" / "llm.sqlite"
 
 
@@ -192,8 +246,8 @@ def project_settings(folder: str | os.PathLike | None = None) -> dict:
     medeval_kit.errors.MedevalError
         The marker is not valid TOML.
 
-    Example
-    -------
+    Examples
+    --------
     >>> project_settings("/work/my_eval").get("model")  # doctest: +SKIP
     'local/smollm2-135m'
     """

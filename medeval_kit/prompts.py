@@ -62,7 +62,6 @@ __all__ = [
     "Aspect",
     "Component",
     "POLARITIES",
-    "prompts_dir",
     "load_prompt",
     "list_prompts",
     "parse_prompt",
@@ -84,8 +83,21 @@ class PromptError(MedevalError, ValueError):
     """A template or rubric is malformed, or render() got missing/extra variables."""
 
 
-def prompts_dir(root: str | Path | None = None) -> Path:
-    """Return the prompts folder: ``root``, else :func:`medeval_kit.paths.prompts_dir`."""
+def _folder(root: str | Path | None = None) -> Path:
+    """Return the prompts folder: ``root``, else :func:`medeval_kit.paths.prompts_dir`.
+
+    Served as the deprecated ``prompts.prompts_dir``; ``paths.prompts_dir`` is the one public name.
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        A prompts folder of your own.
+
+    Returns
+    -------
+    pathlib.Path
+        ``root``, else the project's ``prompts/`` when it exists, else the toolkit's.
+    """
     from medeval_kit import paths
 
     return Path(root) if root is not None else paths.prompts_dir()
@@ -93,7 +105,37 @@ def prompts_dir(root: str | Path | None = None) -> Path:
 
 @dataclass(frozen=True)
 class Prompt:
-    """A loaded template. ``render(**variables)`` returns chat messages."""
+    """A loaded template. ``render(**variables)`` returns chat messages.
+
+    Parameters
+    ----------
+    name : str
+        The template's name (``group/name``, e.g. ``"judge/pairwise"``).
+    version : str
+        Its version, from the front matter.
+    description : str
+        What it asks, from the front matter.
+    variables : tuple of str
+        The placeholders ``render`` fills.
+    system : str or None
+        The system message, if any.
+    user : str
+        The user message.
+    schema : dict, optional
+        The JSON schema of the expected reply.
+    polarity : {"normal", "reversed"}, default "normal"
+        ``"reversed"`` when choosing a response means it is worse (:data:`POLARITIES`).
+    meta : dict
+        Any other front-matter keys.
+    path : str, optional
+        The file it was read from.
+
+    Examples
+    --------
+    >>> p = load_prompt("judge/pairwise")
+    >>> p.polarity, p.reversed
+    ('normal', False)
+    """
 
     name: str
     version: str
@@ -174,7 +216,27 @@ def _split_front_matter(text: str, where: str) -> tuple[dict, str]:
 
 
 def parse_prompt(text: str, *, name: str | None = None, path: str | None = None) -> Prompt:
-    """Parse a template from its text (see the module docstring for the format)."""
+    """Parse a template from its text (see the module docstring for the format).
+
+    Parameters
+    ----------
+    text : str
+        The template file's text: YAML front matter, then ``## system`` / ``## user`` sections.
+    name : str, optional
+        Its name; default the front matter's ``name``.
+    path : str, optional
+        The file it came from, named in errors.
+
+    Returns
+    -------
+    Prompt
+        The parsed template.
+
+    Raises
+    ------
+    PromptError
+        Malformed front matter or sections, or placeholders that do not match ``variables``.
+    """
     where = path or name or "<template>"
     meta, body = _split_front_matter(text, where)
     meta = dict(meta)
@@ -241,7 +303,7 @@ def parse_prompt(text: str, *, name: str | None = None, path: str | None = None)
 
 
 def _template_path(name: str, root: str | Path | None) -> Path:
-    base = prompts_dir(root)
+    base = _folder(root)
     p = Path(name)
     if p.suffix == ".md" and p.is_file():
         return p
@@ -255,14 +317,50 @@ def _template_path(name: str, root: str | Path | None) -> Path:
 
 
 def load_prompt(name: str, *, root: str | Path | None = None) -> Prompt:
-    """Load ``prompts/<name>.md`` (e.g. ``"judge/pairwise"``) or a path to a ``.md`` file."""
+    """Load ``prompts/<name>.md`` (e.g. ``"judge/pairwise"``) or a path to a ``.md`` file.
+
+    Parameters
+    ----------
+    name : str
+        A template name (``group/name``) or a path to a ``.md`` file.
+    root : str or path-like, optional
+        The prompts folder; default the project's ``prompts/``, else the toolkit's (:func:`medeval_kit.paths.prompts_dir`).
+
+    Returns
+    -------
+    Prompt
+        The parsed template.
+
+    Raises
+    ------
+    PromptError
+        No such template, or a malformed one.
+
+    Examples
+    --------
+    >>> load_prompt("judge/pairwise").name
+    'judge/pairwise'
+    """
     path = _template_path(name, root)
     return parse_prompt(path.read_text(encoding="utf-8"), name=name, path=str(path))
 
 
 def list_prompts(group: str | None = None, *, root: str | Path | None = None) -> list[str]:
-    """Names (``group/name``) of the templates under the prompts folder, sorted (README*.md and _*.md skipped)."""
-    base = prompts_dir(root)
+    """Names (``group/name``) of the templates under the prompts folder, sorted (README*.md and _*.md skipped).
+
+    Parameters
+    ----------
+    group : str, optional
+        Only the templates of this subfolder (e.g. ``"judge"``).
+    root : str or path-like, optional
+        The prompts folder; default the project's ``prompts/``, else the toolkit's (:func:`medeval_kit.paths.prompts_dir`).
+
+    Returns
+    -------
+    list of str
+        The template names, for :func:`load_prompt`.
+    """
+    base = _folder(root)
     where = base / group if group else base
     if not where.is_dir():
         return []
@@ -273,7 +371,21 @@ def list_prompts(group: str | None = None, *, root: str | Path | None = None) ->
 # --------------------------------------------------------------------------- rubrics
 @dataclass(frozen=True)
 class Aspect:
-    """One rubric aspect: id, text, scale, and its polarity."""
+    """One rubric aspect: id, text, scale, and its polarity.
+
+    Parameters
+    ----------
+    id : str
+        The aspect's id (a pairwise rubric's criterion).
+    component : str
+        The id of the component it belongs to.
+    description : str
+        What the aspect asks.
+    min, max : int, default 1 and 5
+        The ends of its score scale.
+    polarity : {"normal", "reversed"}, default "normal"
+        ``"reversed"`` when a higher score (or the chosen response) is worse.
+    """
 
     id: str
     component: str
@@ -285,7 +397,17 @@ class Aspect:
 
 @dataclass(frozen=True)
 class Component:
-    """A group of aspects; its score is the sum of its aspect scores over the maximum."""
+    """A group of aspects; its score is the sum of its aspect scores over the maximum.
+
+    Parameters
+    ----------
+    id : str
+        The component's id.
+    description : str
+        What it covers.
+    aspects : tuple of Aspect
+        Its aspects.
+    """
 
     id: str
     description: str
@@ -293,6 +415,7 @@ class Component:
 
     @property
     def max_score(self) -> int:
+        """The highest total score: the sum of the aspects' maxima."""
         return sum(a.max for a in self.aspects)
 
 
@@ -303,6 +426,25 @@ class Rubric:
     ``kind`` is ``"pointwise"`` (aspects scored on a scale) or ``"pairwise"`` (criteria on which
     two responses are compared). A file with only ``criteria`` is pairwise; each criterion is
     then stored as a one-aspect component of its own name.
+
+    Parameters
+    ----------
+    name : str
+        The rubric's name.
+    version : str
+        Its version.
+    description : str
+        What it is for.
+    kind : {"pointwise", "pairwise"}
+        Aspects scored on a scale, or criteria on which two responses are compared.
+    components : tuple of Component
+        Its components (for a pairwise rubric, one per criterion).
+    source : str, default ""
+        Where it comes from (a paper id, a guideline).
+    meta : dict
+        Any other keys of the file.
+    path : str, optional
+        The file it was read from.
     """
 
     name: str
@@ -390,12 +532,29 @@ def load_rubric(name: str, *, root: str | Path | None = None) -> Rubric:
         kind: pairwise
         criteria:
           - {id: harmfulness, description: ..., polarity: reversed}
+
+    Parameters
+    ----------
+    name : str
+        A rubric name (``prompts/rubrics/<name>.yaml``) or a path to a YAML file.
+    root : str or path-like, optional
+        The prompts folder; default the project's ``prompts/``, else the toolkit's (:func:`medeval_kit.paths.prompts_dir`).
+
+    Returns
+    -------
+    Rubric
+        The parsed rubric.
+
+    Raises
+    ------
+    PromptError
+        No such rubric, or a malformed one.
     """
     p = Path(name)
     if p.suffix in (".yaml", ".yml") and p.is_file():
         path = p
     else:
-        path = prompts_dir(root) / "rubrics" / f"{name}.yaml"
+        path = _folder(root) / "rubrics" / f"{name}.yaml"
         if not path.is_file():
             raise PromptError(f"no rubric {name!r}: {path} does not exist. Available: {list_rubrics(root=root) or 'none'}.")
     where = str(path)
@@ -440,6 +599,27 @@ def load_rubric(name: str, *, root: str | Path | None = None) -> Rubric:
 
 
 def list_rubrics(*, root: str | Path | None = None) -> list[str]:
-    """Names of the rubric files under ``prompts/rubrics``."""
-    base = prompts_dir(root) / "rubrics"
+    """Names of the rubric files under ``prompts/rubrics``.
+
+    Parameters
+    ----------
+    root : str or path-like, optional
+        The prompts folder; default the project's ``prompts/``, else the toolkit's (:func:`medeval_kit.paths.prompts_dir`).
+
+    Returns
+    -------
+    list of str
+        The rubric names, sorted, for :func:`load_rubric`.
+    """
+    base = _folder(root) / "rubrics"
     return sorted(p.stem for p in base.glob("*.yaml")) if base.is_dir() else []
+
+
+# Old names, kept for one release (medeval_kit.deprecation).
+_OLD = {"prompts_dir": ("paths.prompts_dir (or root= of load_prompt/list_prompts)", _folder)}
+
+
+def __getattr__(name):
+    from medeval_kit.deprecation import deprecated_attribute
+
+    return deprecated_attribute(__name__, name, _OLD)

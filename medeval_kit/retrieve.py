@@ -33,10 +33,31 @@ class RetrieverError(MedevalError, ValueError):
 class Retriever:
     """TF-IDF (cosine) or BM25 retriever over the rows of a DataFrame.
 
-    Args:
-        method: ``"tfidf"`` (cosine of l2-normalised TF-IDF vectors) or ``"bm25"`` (Okapi BM25
-            with parameters ``k1`` and ``b``, idf ``log(1 + (N - df + 0.5) / (df + 0.5))``).
-        ngram_range, stop_words: passed to scikit-learn's vectorizers.
+    Parameters
+    ----------
+    method : {"bm25", "tfidf"}, default "bm25"
+        ``"tfidf"`` (cosine of l2-normalized TF-IDF vectors) or ``"bm25"`` (Okapi BM25 with
+        parameters ``k1`` and ``b``, idf ``log(1 + (N - df + 0.5) / (df + 0.5))``).
+    k1 : float, default 1.5
+        BM25 term-frequency saturation.
+    b : float, default 0.75
+        BM25 length normalisation.
+    ngram_range : tuple of int, default (1, 1)
+        Passed to scikit-learn's vectorizers.
+    stop_words : str or None, default "english"
+        Passed to scikit-learn's vectorizers; ``None`` keeps every word.
+
+    Raises
+    ------
+    RetrieverError
+        An unknown ``method``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> bank = pd.DataFrame({"text": ["sepsis lactate", "asthma wheeze"]})
+    >>> Retriever("tfidf").fit(bank).query("wheeze", k=1)["text"].tolist()
+    ['asthma wheeze']
     """
 
     def __init__(self, method: str = "bm25", *, k1: float = 1.5, b: float = 0.75,
@@ -48,7 +69,27 @@ class Retriever:
         self._bank: pd.DataFrame | None = None
 
     def fit(self, bank: pd.DataFrame, *, text: str | Sequence[str] = "text", id: str | None = None) -> Retriever:
-        """Index ``bank``; ``text`` is a column or a list of columns joined with spaces."""
+        """Index ``bank``.
+
+        Parameters
+        ----------
+        bank : DataFrame
+            The examples, one per row.
+        text : str or sequence of str, default "text"
+            The column, or columns joined with spaces, to index.
+        id : str, optional
+            The column identifying a row (used by ``query(exclude=...)``).
+
+        Returns
+        -------
+        Retriever
+            ``self``, fitted.
+
+        Raises
+        ------
+        RetrieverError
+            A named column is missing or the bank is empty.
+        """
         from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
 
         cols = [text] if isinstance(text, str) else list(text)
@@ -81,7 +122,18 @@ class Retriever:
         return self
 
     def scores(self, query: str) -> np.ndarray:
-        """Score of every bank row for ``query`` (higher = more relevant)."""
+        """Score of every bank row for ``query`` (higher = more relevant).
+
+        Parameters
+        ----------
+        query : str
+            The query text.
+
+        Returns
+        -------
+        numpy.ndarray
+            One score per bank row.
+        """
         if self._bank is None:
             raise RetrieverError("call fit(bank, text=...) before querying")
         if self.method == "tfidf":
@@ -95,8 +147,23 @@ class Retriever:
               exclude_col: str | None = None) -> pd.DataFrame:
         """Return the top-``k`` bank rows with ``score`` and ``rank`` (1 = best) columns.
 
-        ``exclude`` drops rows whose ``exclude_col`` (default: the id column) is in it, e.g. the
-        examples built from the same clinical note. Ties keep bank order (stable sort).
+        Ties keep bank order (stable sort).
+
+        Parameters
+        ----------
+        query : str
+            The query text.
+        k : int, default 3
+            Rows to return.
+        exclude : sequence, optional
+            Values whose rows are dropped, e.g. the examples built from the same clinical note.
+        exclude_col : str, optional
+            The column ``exclude`` is matched against; default the ``id`` column given to :meth:`fit`.
+
+        Returns
+        -------
+        DataFrame
+            The bank's rows, best first, plus ``score``, ``rank`` and ``method``.
         """
         s = self.scores(query)
         bank = self._bank

@@ -24,24 +24,41 @@ from dataclasses import dataclass, field
 import pandas as pd
 from pandas.api import types as ptypes
 
+from medeval_kit import plugins
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import SchemaError
 
 __all__ = [
     "Column",
     "Schema",
     "SCHEMAS",
-    "SchemaError",
     "validate",
     "PARSE_STATUSES",
     "PROTOCOLS",
     "RATER_KINDS",
+    "protocols",
 ]
 
 PARSE_STATUSES = ("ok", "failed", "missing")
 """``ok``: verdict parsed; ``failed``: raw text kept, nothing parsed; ``missing``: no call made."""
 
-PROTOCOLS: list[str] = ["pairwise", "rubric", "multi_answer", "reference", "multi_response"]
-"""Judge protocols the ``judgments`` table accepts; ``medeval_kit.judge``'s ``@protocol`` registry extends it."""
+
+def protocols() -> tuple[str, ...]:
+    """The judge protocols the ``judgments`` table accepts, read from the protocol registry now.
+
+    Every registered protocol counts: the built-in ones, ``@protocol`` in your own code and plugins of the
+    ``medeval_kit.protocols`` entry-point group, whatever was imported before (see :mod:`medeval_kit.plugins`).
+
+    Returns
+    -------
+    tuple of str
+        The protocol names, in registration order.
+    """
+    return plugins.registered(plugins.PROTOCOLS)
+
+
+PROTOCOLS = plugins.LiveNames(plugins.PROTOCOLS)
+"""Deprecated: use :func:`protocols`. A read-only view of the same names, read at each use."""
 RATER_KINDS = ("human", "llm")
 
 _KINDS = ("str", "int", "float", "bool", "any")
@@ -49,7 +66,26 @@ _KINDS = ("str", "int", "float", "bool", "any")
 
 @dataclass(frozen=True)
 class Column:
-    """One column of a schema: its name, kind, and whether it may be absent or hold NA."""
+    """One column of a schema: its name, kind, and whether it may be absent or hold NA.
+
+    Parameters
+    ----------
+    name : str
+        The canonical column name.
+    kind : {"str", "int", "float", "bool", "any"}, default "any"
+        The values' type; a wrong dtype is an error, never a silent cast.
+    required : bool, default True
+        Whether the column must be present.
+    nullable : bool, default False
+        Whether it may hold NA.
+    allowed : tuple, optional
+        The values it may hold; any when omitted.
+    doc : str
+        What it holds, for :meth:`Schema.describe`.
+    registry : str, optional
+        An entry-point group of :mod:`medeval_kit.plugins` (e.g. ``medeval_kit.protocols``): the allowed
+        values are the names registered there when :func:`validate` runs (``allowed`` is then None).
+    """
 
     name: str
     kind: str = "any"
@@ -57,15 +93,36 @@ class Column:
     nullable: bool = False
     allowed: tuple | None = None
     doc: str = ""
+    registry: str | None = None
+    """An entry-point group of :mod:`medeval_kit.plugins` (e.g. ``medeval_kit.protocols``): the allowed
+    values are the names registered there when :func:`validate` runs (``allowed`` is then None)."""
 
     def __post_init__(self) -> None:
         if self.kind not in _KINDS:
             raise ValueError(f"Column kind must be one of {_KINDS}; not {self.kind!r}.")
+        if self.registry is not None and self.allowed is not None:
+            raise ValueError(f"Column {self.name!r}: give allowed values or a registry, not both.")
+
+    def allowed_values(self) -> tuple | None:
+        """The values the column may hold (read from its registry now), or None when any value is allowed."""
+        return plugins.registered(self.registry) if self.registry is not None else self.allowed
 
 
 @dataclass(frozen=True)
 class Schema:
-    """A named table layout: columns, the unique key, and a one-line description."""
+    """A named table layout: columns, the unique key, and a one-line description.
+
+    Parameters
+    ----------
+    name : str
+        The table's name (``annotations``, ``judgments`` ...).
+    columns : tuple of Column
+        Its columns; extra columns are allowed in a table and kept.
+    key : tuple of str
+        The columns that identify a row (no duplicates allowed).
+    doc : str
+        One line on what a row is.
+    """
 
     name: str
     columns: tuple[Column, ...]
@@ -93,7 +150,7 @@ class Schema:
                     "kind": c.kind,
                     "required": c.required,
                     "nullable": c.nullable,
-                    "allowed": ", ".join(map(str, c.allowed)) if c.allowed else "",
+                    "allowed": ", ".join(map(str, c.allowed_values() or ())),
                     "doc": c.doc,
                 }
                 for c in self.columns
@@ -136,7 +193,7 @@ SCHEMAS: dict[str, Schema] = {
             (
                 _c("item", "str"),
                 _c("judge", "str", doc="judge model or rater id"),
-                Column("protocol", "str", allowed=PROTOCOLS),  # the live list: registered protocols count
+                Column("protocol", "str", doc="a registered judge protocol", registry=plugins.PROTOCOLS),
                 _c("criterion", "str"),
                 _c("order", "str", doc="presentation order, e.g. 'AB' or 'BA'"),
                 _c("repeat", "int"),
@@ -203,6 +260,7 @@ def _kind_ok(series: pd.Series, kind: str) -> pd.Series:
     raise AssertionError(kind)
 
 
+@shared_docs
 def validate(
     df: pd.DataFrame,
     table: str,
@@ -210,11 +268,33 @@ def validate(
     source: str | None = None,
     categories: Mapping[str, Iterable] | None = None,
 ) -> pd.DataFrame:
-    """Return ``df`` unchanged if it fits schema ``table``; else raise :class:`SchemaError`.
+    """Check that a table fits its schema; raise a :class:`SchemaError` naming the problem if not.
 
-    ``categories`` declares allowed values for further columns, e.g. ``{"label": ["A", "B", "tie"]}``.
-    ``source`` (a file name) is named in the error.
+    Nothing is coerced: a wrong dtype is an error, not a silent cast.
 
+    Parameters
+    ----------
+    df : DataFrame
+        The table.
+    table : {"items", "responses", "judgments", "annotations", "rounds"}
+        The schema to check against (:data:`SCHEMAS`).
+    {source}
+    categories : mapping of str to iterable, optional
+        Allowed values for further columns, e.g. ``{"label": ["A", "B", "tie"]}``.
+
+    Returns
+    -------
+    DataFrame
+        ``df`` itself, unchanged.
+
+    Raises
+    ------
+    SchemaError
+        A required column is missing, a value has the wrong type or is not allowed, or the key has
+        duplicates; the message names the table, the column, the rows and the source.
+
+    Examples
+    --------
     >>> import pandas as pd
     >>> a = pd.DataFrame({"item": ["1"], "rater": ["r1"], "rater_kind": ["human"],
     ...                   "criterion": ["overall"], "label": ["A"]})
@@ -252,8 +332,12 @@ def validate(
                 f"(e.g. {s[~mask].iloc[0]!r}); convert explicitly before validating",
                 source,
             )
-        if col.allowed is not None:
-            _check_allowed(df, table, col.name, col.allowed, source)
+        allowed = col.allowed_values()
+        if allowed is not None:
+            hint = "" if col.registry is None else (
+                f" (the {plugins.GROUPS[col.registry]}s registered now, plugins of entry-point group "
+                f"{col.registry!r} included)")
+            _check_allowed(df, table, col.name, allowed, source, hint)
 
     for name, allowed in (categories or {}).items():
         if name not in df.columns:
@@ -270,14 +354,15 @@ def validate(
     return df
 
 
-def _check_allowed(df: pd.DataFrame, table: str, name: str, allowed: Sequence, source: str | None) -> None:
+def _check_allowed(df: pd.DataFrame, table: str, name: str, allowed: Sequence, source: str | None,
+                   hint: str = "") -> None:
     s = df[name]
     bad_mask = s.notna() & ~s.isin(list(allowed))
     bad = _rows(df, bad_mask)
     if bad:
         unknown = sorted({str(v) for v in s[bad_mask]})[:5]
         raise SchemaError(
-            table, name, bad, f"unknown label(s) {unknown}; allowed: {list(allowed)}", source,
+            table, name, bad, f"unknown label(s) {unknown}; allowed: {list(allowed)}{hint}", source,
         )
 
 

@@ -12,11 +12,18 @@ differences between machines (~1e-16) never reach a committed file:
 * values within 1e-10 of zero relative to their column's largest magnitude are rounding noise and written as
   ``0`` (p-value columns excepted: a p-value of 1e-17 is a value, not noise);
 * missing values as empty cells.
+
+Beside the three files, ``name.table.json`` records where the table comes from (the run context of
+:mod:`medeval_kit.provenance`: study, notebook, runner, parameters) and a hash of its data; figures get the same
+record from :func:`write_sidecar`. A sidecar holds no time, host or folder, and its floats are written at
+:data:`CSV_DIGITS`, so it too is byte-stable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -28,8 +35,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["save_table", "format_number", "format_frame", "escape_markdown", "spreadsheet_safe", "CSV_DIGITS",
-           "TEXT_DIGITS", "DIGITS"]
+from medeval_kit import provenance
+
+__all__ = ["save_table", "format_number", "format_frame", "escape_markdown", "spreadsheet_safe", "data_hash",
+           "sidecar", "write_sidecar", "CSV_DIGITS", "TEXT_DIGITS", "DIGITS", "SIDECAR_SUFFIX"]
 
 CSV_DIGITS = 6
 """Significant digits of a float in CSV: enough for every comparison with a published number."""
@@ -41,6 +50,8 @@ STABLE_DIGITS = 12
 """Every float is first rounded to this many significant digits: machines differ only in the last bits (~1e-16)."""
 NOISE = 1e-10
 """A value this small relative to its column's largest magnitude is floating-point noise around zero."""
+SIDECAR_SUFFIX = ".table.json"
+"""File name ending of a table's provenance sidecar (``name.table.json``; a figure's is ``name.json``)."""
 _P_VALUE = re.compile(r"(^|_)p($|_)|p_?value", re.IGNORECASE)
 _WHOLE = 1e15  # whole floats below this are written as integers (exactly representable)
 
@@ -50,6 +61,20 @@ def format_number(v: Any, digits: int = CSV_DIGITS) -> Any:
 
     Anything that is not a number (text, dates) comes back unchanged.
 
+    Parameters
+    ----------
+    v : object
+        A cell.
+    digits : int, default 6
+        Significant digits of a float.
+
+    Returns
+    -------
+    str or object
+        The text, or ``v`` unchanged when it is not a number.
+
+    Examples
+    --------
     >>> [format_number(x) for x in (105.0, 0.1 + 0.2, 1 / 3, 2.5e-7, float("nan"), True, "x")]
     ['105', '0.3', '0.333333', '2.5e-07', '', 'True', 'x']
     """
@@ -185,7 +210,24 @@ def _snap(col: pd.Series, name: str) -> pd.Series:
 
 def format_frame(df: pd.DataFrame, digits: int = CSV_DIGITS, *, columns: Mapping[str, int] | None = None,
                  float_format: str | None = None) -> pd.DataFrame:
-    """Return ``df`` with every numeric cell as text (see the module doc); ``columns`` maps names to their digits."""
+    """Return a table with every numeric cell as text, as the committed tables write it (see the module doc).
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table.
+    digits : int, default 6
+        Significant digits of a float.
+    columns : mapping of str to int, optional
+        Column -> its own significant digits.
+    float_format : str, optional
+        A format for every float (e.g. ``"{:.3f}"``), instead of significant digits.
+
+    Returns
+    -------
+    DataFrame
+        A copy with text cells.
+    """
     wide = {**DIGITS, **dict(columns or {})}
     out = df.copy()
     for name in out.columns:
@@ -224,8 +266,9 @@ def save_table(
     float_format: str | None = None,
     digits: Mapping[str, int] | None = None,
     index: bool = False,
+    meta: Mapping[str, Any] | None = None,
 ) -> dict[str, Path]:
-    r"""Write ``df`` to ``outdir/name.{csv,md,tex}``; return the paths by format.
+    r"""Write ``df`` to ``outdir/name.{csv,md,tex}`` and its provenance to ``name.table.json``; return the paths.
 
     Numbers are written at fixed significant digits per column type (module doc): floats at 6 in CSV and
     4 in Markdown and LaTeX (``float_format``, e.g. ``"{:.3f}"``, overrides the latter), integers whole,
@@ -236,10 +279,41 @@ def save_table(
     made safe: HTML in the data is escaped, ``|`` becomes ``\|`` and line breaks become ``<br>``, so a model
     reply can never break the table or inject markup.
 
+    The sidecar (``paths["json"]``) records the run context (:func:`medeval_kit.provenance.current`: the study,
+    notebook and parameters ``medeval run`` gave, or what :func:`~medeval_kit.provenance.start` found when
+    the notebook ran by hand) and the hash of ``df`` (:func:`data_hash`); ``meta`` (study, notebook, parameters
+    ...) replaces the context's study, notebook and parameters, as ``save_figure``'s does.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The table.
+    name : str
+        The file name without extension.
+    outdir : path-like
+        The folder (created if missing).
+    caption : str, optional
+        The LaTeX caption.
+    float_format : str, optional
+        A format for every float in Markdown and LaTeX (e.g. ``"{:.3f}"``).
+    digits : mapping of str to int, optional
+        Column -> significant digits, for columns kept more precise.
+    index : bool, default False
+        Write the index as a column.
+    meta : mapping, optional
+        Study, notebook and parameters to record instead of the run context's.
+
+    Returns
+    -------
+    dict of str to Path
+        The files written, by format: ``csv``, ``md``, ``tex`` and ``json`` (the sidecar).
+
+    Examples
+    --------
     >>> import pandas as pd, tempfile
     >>> paths = save_table(pd.DataFrame({"x": [1.23456]}), "t", tempfile.mkdtemp())
     >>> sorted(paths)
-    ['csv', 'md', 'tex']
+    ['csv', 'json', 'md', 'tex']
     """
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
@@ -258,7 +332,103 @@ def save_table(
     paths["tex"].write_text(
         _one_line(shown).to_latex(index=index, caption=caption, label=f"tab:{name}", escape=True) + "\n"
     )
+    record = sidecar("table", name, paths, data=df, meta=meta)
+    paths["json"] = write_sidecar(out / f"{name}{SIDECAR_SUFFIX}", record)
     return paths
+
+
+# --------------------------------------------------------------------------- provenance sidecars
+def data_hash(*frames: pd.DataFrame) -> str:
+    """Return a short SHA-256 of the frames' contents as a saved table writes them, for the provenance sidecar.
+
+    Numbers are hashed at the CSV's significant digits (:func:`format_frame`), so last-digit floating-point
+    differences between machines do not change the hash.
+
+    Parameters
+    ----------
+    *frames : DataFrame
+        The data, hashed in order.
+
+    Returns
+    -------
+    str
+        The first 16 hex digits of the SHA-256.
+    """
+    h = hashlib.sha256()
+    for df in frames:
+        h.update(format_frame(df).to_csv(index=True, lineterminator="\n").encode())
+    return h.hexdigest()[:16]
+
+
+def _stable_record(value: Any) -> Any:
+    """``value`` with every float at the CSV's significant digits (recursively), for a byte-stable sidecar."""
+    if isinstance(value, Mapping):
+        return {str(k): _stable_record(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_stable_record(v) for v in value]
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        f = float(value)
+        return f if not math.isfinite(f) else float(f"{f:.{CSV_DIGITS}g}")
+    return value
+
+
+def sidecar(kind: str, name: str, paths: Mapping[str, Path], data: pd.DataFrame | None = None,
+            meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Provenance record of one saved ``kind`` (``"table"``, ``"figure"``): name, files, data hash, run context.
+
+    Parameters
+    ----------
+    kind : str
+        The record's key for ``name``: ``"table"`` or ``"figure"``.
+    name : str
+        The saved output's name.
+    paths : mapping
+        Format -> path of the files written (their names are recorded, sorted).
+    data : DataFrame, optional
+        The data shown; its :func:`data_hash` is recorded (``None`` when not given).
+    meta : mapping, optional
+        Replaces the run context's study, notebook and parameters; keys other than study/notebook/parameters
+        are folded into ``parameters`` so that every sidecar has the same shape.
+
+    Returns
+    -------
+    dict
+        ``kind``, files, data_hash and the run context (:func:`medeval_kit.provenance.current`: study,
+        notebook, runner, parameters), floats at :data:`CSV_DIGITS`.
+    """
+    record = {kind: name, "files": sorted(p.name for p in paths.values()),
+              "data_hash": data_hash(data) if data is not None else None, **provenance.current().record()}
+    if meta is not None:
+        meta = dict(meta)
+        params = dict(meta.pop("parameters", None) or {})
+        record["study"], record["notebook"] = meta.pop("study", None), meta.pop("notebook", None)
+        params.update(meta)
+        record["parameters"] = params
+    record["parameters"] = _stable_record(record["parameters"])
+    return record
+
+
+def write_sidecar(path: str | Path, record: Mapping[str, Any]) -> Path:
+    """Write a provenance ``record`` as sorted, indented JSON (byte-stable); return the path.
+
+    Parameters
+    ----------
+    path : str or Path
+        The sidecar file.
+    record : mapping
+        The record (:func:`sidecar`); floats are written at :data:`CSV_DIGITS`.
+
+    Returns
+    -------
+    Path
+    """
+    path = Path(path)
+    path.write_text(json.dumps(_stable_record(dict(record)), indent=2, sort_keys=True, default=str) + "\n")
+    return path
 
 
 def _md_cell(v):

@@ -56,7 +56,7 @@ def _(apps, mo):
 
 @app.cell
 def _(apps, dataset, mo, upload):
-    data = apps.user_data("agreement", upload.value, dataset.value, mo.cli_args())
+    data = apps.app_data("agreement", upload.value, dataset.value, mo.cli_args())
     apps.stop_on_problem(data.problem)
     raw, source = data.table, data.source
     mapping = apps.mapping_form(raw, "agreement", data.mapping)

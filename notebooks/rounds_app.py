@@ -58,7 +58,7 @@ def _(apps, mo):
 
 @app.cell
 def _(apps, mo, source_choice, upload):
-    data = apps.user_data("rounds", upload.value, source_choice.value, mo.cli_args())
+    data = apps.app_data("rounds", upload.value, source_choice.value, mo.cli_args())
     apps.stop_on_problem(data.problem)
     raw, source = data.table, data.source
     mapping = apps.mapping_form(raw, "rounds", data.mapping)

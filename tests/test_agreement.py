@@ -384,7 +384,7 @@ def test_read_annotations_formats(tmp_path):
     with pytest.raises(DataFileError, match=r"bad.jsonl: line 2"):
         ag.read_annotations(tmp_path / "bad.jsonl")
     with pytest.raises(SchemaError, match=r"a.csv.*'grade'"):
-        ag.read_annotations(tmp_path / "a.csv", label="grade")
+        ag.read_annotations(tmp_path / "a.csv", columns={"label": "grade"})
 
 
 def test_cli_json_and_table(tmp_path, capsys, pandalm):
@@ -662,3 +662,115 @@ def test_read_annotations_on_a_large_file_keeps_labels_and_errors(tmp_path):
     nums = tmp_path / "nums.csv"
     nums.write_text("item,rater,label\n1,a,1\n1,b,2\n2,a,3\n2,b,10\n")
     assert ag.read_annotations(nums)["label"].tolist() == [1, 2, 3, 10]
+
+
+# --------------------------------------------------------------------------- one public API (issue 24)
+
+
+def test_coefficient_functions_are_real_module_level_functions():
+    """Each built-in coefficient is a ``def`` in agreement/functions.py (not served by ``__getattr__``), listed in
+    ``__all__``, with a real signature, and gives what ``agreement(df, name)`` gives."""
+    import inspect
+
+    from medeval_kit.agreement import codegen, functions
+    from medeval_kit.agreement.registry import REGISTRY
+
+    builtin = [n for n, c in REGISTRY.items() if c.family != "icc" and c.fn.__module__.startswith("medeval_kit.")]
+    assert builtin == functions.__all__ == codegen.builtin_names()
+    M = np.array([[1, 1], [2, 2], [3, 2], [1, 1], [2, 3], [3, 3], [1, 2], [2, 2], [3, 3], [1, 1], [2, 2], [3, 1]])
+    df = long_from_matrix(M)
+    for name in builtin:
+        fn = vars(ag)[name]  # a module attribute, not a __getattr__ fallback
+        assert fn is vars(functions)[name] and name in ag.__all__
+        assert inspect.unwrap(fn).__module__ == "medeval_kit.agreement.functions"
+        assert "columns" in inspect.signature(fn).parameters and "Parameters" in fn.__doc__
+        kw = dict(n_boot=50, seed=3)
+        assert fn(df, **kw) == ag.agreement(df, name, **kw), name
+        assert fn(df.rename(columns={"rater": "who"}), columns={"rater": "who"}, **kw) == ag.agreement(df, name, **kw)
+
+
+def test_regenerating_the_coefficient_functions_gives_the_committed_file():
+    from medeval_kit.agreement import codegen
+
+    assert codegen.TARGET.read_text() == codegen.render(), "run: python -m medeval_kit.agreement.codegen"
+
+
+def test_metrics_is_live_and_a_later_coefficient_is_computed_by_name(bangdiwala):
+    df = long_from_matrix(np.array([[1, 1]] * 40 + [[1, 0]] * 10 + [[0, 1]] * 5 + [[0, 0]] * 45))
+    assert bangdiwala in ag.METRICS and bangdiwala not in ag.functions.__all__
+    assert abs(ag.agreement(df, bangdiwala, n_boot=0).estimate - 0.725) < TOL
+
+
+def test_old_per_column_keywords_warn_and_still_work():
+    df = long_from_matrix(np.array([["A", "A"], ["B", "A"], ["B", "B"]] * 4))
+    want = ag.cohen_kappa(df, n_boot=0)
+    mine = df.rename(columns={"item": "case", "label": "grade"})
+    assert ag.cohen_kappa(mine, columns={"item": "case", "label": "grade"}, n_boot=0) == want
+    with pytest.warns(DeprecationWarning, match="columns="):
+        assert ag.cohen_kappa(mine, item="case", label="grade", n_boot=0) == want
+    with pytest.warns(DeprecationWarning, match="columns="):
+        assert ag.agreement(mine, "cohen_kappa", item="case", label="grade", n_boot=0) == want
+
+
+def test_majority_vote_columns_and_the_old_keywords():
+    df = pd.DataFrame({"item": [1, 1, 1, 2, 2], "rater": list("abcab"), "label": list("xxyxy")})
+    want = ag.majority_vote(df)
+    mine = df.rename(columns={"item": "case", "label": "grade"})
+    pd.testing.assert_frame_equal(ag.majority_vote(mine, columns={"item": "case", "label": "grade"}), want)
+    # the old keywords answer in the caller's names for one release, even beside a canonical namesake
+    both = mine.assign(label="ignored")
+    with pytest.warns(DeprecationWarning, match=r"columns=\{'item': 'case', 'label': 'grade'\}"):
+        old = ag.majority_vote(both, item="case", label="grade")
+    pd.testing.assert_frame_equal(old, want.rename(columns={"item": "case", "label": "grade"}))
+
+
+def test_read_study_replaces_user_study_and_readers_take_columns(tmp_path):
+    f = tmp_path / "r.csv"
+    f.write_text("case,who,grade,kind\n1,a,yes,human\n1,b,no,human\n1,gpt,yes,llm\n2,a,no,human\n2,b,no,human\n"
+                 "2,gpt,no,llm\n")
+    cols = {"item": "case", "rater": "who", "label": "grade", "rater_kind": "kind"}
+    st = ag.read_study(f, columns=cols)
+    assert (st.humans, st.judges) == (["a", "b"], ["gpt"])
+    assert list(st.annotations.columns) == ["item", "rater", "label", "rater_kind", "criterion"]
+    assert "user_study" not in ag.__all__ and "read_study" in ag.__all__
+    with pytest.warns(DeprecationWarning) as rec:
+        old = ag.user_study(f, item="case", rater="who", label="grade", rater_kind="kind")
+    said = [str(w.message) for w in rec]
+    assert any("agreement.user_study is deprecated" in m and "use agreement.read_study" in m for m in said)
+    assert any("pass columns={'item': 'case'" in m for m in said)
+    pd.testing.assert_frame_equal(old.annotations, st.annotations)
+    ann = ag.read_annotations(f, columns=cols)
+    pd.testing.assert_frame_equal(ann, st.annotations.drop(columns="criterion"))
+    with pytest.warns(DeprecationWarning, match="read_annotations"):
+        pd.testing.assert_frame_equal(ag.read_annotations(f, item="case", rater="who", label="grade",
+                                                          rater_kind="kind"), ann)
+    assert "rater_kind" not in ag.read_annotations(f, columns=cols, rater_kind=None).columns
+    # a column you name must be there: the error names your column, not a canonical namesake
+    with pytest.raises(SchemaError, match="'verdict'"):
+        ag.read_annotations(f, columns={**cols, "label": "verdict"})
+
+
+def test_descriptive_tables_carry_the_result_contract():
+    from medeval_kit.datasets.synthetic import synthetic_panel
+    from medeval_kit.results import check_result
+
+    t = synthetic_panel(n_items=40, n_judges=3, seed=1)
+    ens = ag.ensembles(t, n_boot=50)
+    assert check_result(ens) == [] and (ens["estimate"] == ens["cohen_kappa"]).all()
+    assert (ens["metric"] == "cohen_kappa").all() and (ens["ci_low"] == ens["cohen_kappa_ci_low"]).all()
+    pb = ag.prevalence_bias_indices(t[t["rater"].isin(["h1", "h2"])])
+    assert check_result(pb) == [] and (pb["estimate"] == pb["cohen_kappa"]).all()
+    v = ag.validate_judges(t, ["h1", "h2", "h3"], ["llm1"], n_boot=50)
+    frame = v.to_frame()
+    assert check_result(frame) == [] and set(frame["part"]) == {"designs", "alt_test"}
+    assert isinstance(v._repr_html_(), str) and isinstance(v.summary(), str)
+
+
+def test_result_objects_share_the_result_base():
+    from medeval_kit.datasets.synthetic import synthetic_panel
+    from medeval_kit.results import Result, check_result
+
+    t = synthetic_panel(n_items=40, seed=1)
+    for res in (ag.cohen_kappa(t, n_boot=0), ag.judge_vs_humans(t, n_boot=0), ag.alt_test(t, min_items_per_human=10)):
+        assert isinstance(res, Result) and check_result(res.to_frame()) == []
+        assert isinstance(res.summary(), str) and "<table" in res._repr_html_()

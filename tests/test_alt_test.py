@@ -348,8 +348,8 @@ def test_panel_must_be_told_and_other_errors():
     dup = pd.concat([df, df.iloc[[0]]], ignore_index=True)
     with pytest.raises(SchemaError, match="more than once"):
         at.alt_test(dup, humans=["h0", "h1", "h2", "h3"])
-    with pytest.raises(SchemaError, match="'grade'"):
-        at.alt_test(df, humans=["h0", "h1"], label="grade")
+    with pytest.raises(SchemaError, match="'label'"):
+        at.alt_test(df.drop(columns="label"), humans=["h0", "h1"])
 
 
 def test_no_testable_human_gives_nan_with_note():
@@ -376,9 +376,14 @@ def test_result_shape_and_frozen():
     assert "PASSED" in res.summary() and "winning rate = 0.67" in res.summary()
     assert "<table" in res._repr_html_()
     # custom column names, like the rest of the package
-    ren = hand_example().rename(columns={"item": "case", "rater": "who", "label": "verdict", "rater_kind": "kind"})
-    r2 = at.alt_test(ren, item="case", rater="who", label="verdict", rater_kind="kind")
+    names = {"item": "case", "rater": "who", "label": "verdict", "rater_kind": "kind"}
+    ren = hand_example().rename(columns=names)
+    r2 = at.alt_test(ren, columns=names)
     pd.testing.assert_frame_equal(r2.to_frame(), res.to_frame())
+    # the old per-column keywords work for one release, with a warning naming the new spelling
+    with pytest.warns(DeprecationWarning, match=r"columns=\{'item': 'case'"):
+        r3 = at.alt_test(ren, item="case", rater="who", label="verdict", rater_kind="kind")
+    pd.testing.assert_frame_equal(r3.to_frame(), res.to_frame())
 
 
 # --------------------------------------------------------------------------- CLI

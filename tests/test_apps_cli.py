@@ -90,7 +90,7 @@ def test_data_request_reads_roles_with_dashes_and_empty_values():
 def test_bad_arguments_are_named(args, message):
     with pytest.raises(ParameterError, match=message):
         apps.data_request("agreement", args)
-    d = apps.user_data("agreement", [], "pandalm", args)
+    d = apps.app_data("agreement", [], "pandalm", args)
     assert d.table is None and re.search(message, d.problem)
 
 
@@ -99,7 +99,7 @@ def test_user_data_reads_the_file_like_an_upload_and_maps_the_given_columns(tmp_
     table, options, _ = CASES["agreement"]
     (tmp_path / "mine.csv").write_text(table().to_csv(index=False))
     monkeypatch.chdir(tmp_path)  # a relative --data is relative to the working directory
-    d = apps.user_data("agreement", [], "pandalm", _args(options, "mine.csv"))
+    d = apps.app_data("agreement", [], "pandalm", _args(options, "mine.csv"))
     assert d.problem == "" and d.source == "mine.csv"
     assert d.mapping == {"item": "case", "rater": "doctor", "label": "verdict", "rater_kind": "kind",
                          "criterion": None}
@@ -107,12 +107,12 @@ def test_user_data_reads_the_file_like_an_upload_and_maps_the_given_columns(tmp_
     class Upload:  # the same file through the upload widget
         name, contents = "mine.csv", (tmp_path / "mine.csv").read_bytes()
 
-    up = apps.user_data("agreement", [Upload()], "pandalm")
+    up = apps.app_data("agreement", [Upload()], "pandalm")
     pd.testing.assert_frame_equal(d.table, up.table)
     ann, humans, _ = apps.annotations_from_table(d.table, d.mapping, source=d.source)
     assert humans == ["Dr_Qopmn", "Dr_Zyxwv"] and set(ann["rater"]) == {"Dr_Qopmn", "Dr_Zyxwv", "llm_Kxq"}
     # an upload wins over --data
-    assert apps.user_data("agreement", [Upload()], "pandalm", {"data": "gone.csv"}).problem == ""
+    assert apps.app_data("agreement", [Upload()], "pandalm", {"data": "gone.csv"}).problem == ""
 
 
 @pytest.mark.parametrize("app", sorted(CASES))
@@ -120,7 +120,7 @@ def test_each_apps_tables_from_a_path(app, tmp_path):
     table, options, marker = CASES[app]
     path = tmp_path / f"{app}.csv"
     path.write_text(table().to_csv(index=False))
-    d = apps.user_data(app, [], None, _args(options, str(path)))
+    d = apps.app_data(app, [], None, _args(options, str(path)))
     assert d.problem == ""
     tidy = {"agreement": lambda: apps.annotations_from_table(d.table, d.mapping, source=d.source)[0],
             "judgments": lambda: apps.judgments_from_table(d.table, d.mapping, source=d.source),
@@ -133,13 +133,13 @@ def test_each_apps_tables_from_a_path(app, tmp_path):
 def test_missing_file_unknown_column_and_missing_role_are_named(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     _labels().to_csv(tmp_path / "mine.csv", index=False)
-    d = apps.user_data("agreement", [], None, {"data": "nope.csv", "item": "case"})
+    d = apps.app_data("agreement", [], None, {"data": "nope.csv", "item": "case"})
     assert d.table is None and d.problem.startswith("nope.csv: file not found")
     assert str(tmp_path / "nope.csv") in d.problem
-    d = apps.user_data("agreement", [], None, {"data": "mine.csv", "rater": "doctr"})
+    d = apps.app_data("agreement", [], None, {"data": "mine.csv", "rater": "doctr"})
     assert d.problem.startswith("mine.csv: column 'doctr' (given as --rater) is not in the file")
     assert "'doctor'" in d.problem
-    d = apps.user_data("agreement", [], None, {"data": "mine.csv", "rater": "", "item": "case"})
+    d = apps.app_data("agreement", [], None, {"data": "mine.csv", "rater": "", "item": "case"})
     assert "no column was given or recognised for ['rater']; pass --rater COLUMN" in d.problem
 
 
@@ -147,11 +147,11 @@ def test_mapping_markdown_states_the_file_and_escapes_the_users_names(tmp_path):
     hostile = "<img src=x onerror=alert(1)>`*x*`"
     pd.DataFrame({hostile: ["c1", "c2"], "annotator": ["a", "b"], "verdict": ["A", "B"]}).to_csv(
         tmp_path / "m.csv", index=False)
-    d = apps.user_data("agreement", [], None, {"data": str(tmp_path / "m.csv"), "item": hostile})
+    d = apps.app_data("agreement", [], None, {"data": str(tmp_path / "m.csv"), "item": hostile})
     md = apps.mapping_markdown(d)
     assert str(tmp_path / "m.csv") in md and "<img" not in md and "`" not in md
     assert "item &larr; <code>&lt;img" in md and "rater &larr; <code>annotator</code> (guessed)" in md
-    assert apps.mapping_markdown(apps.user_data("agreement", [], "pandalm")) == ""
+    assert apps.mapping_markdown(apps.app_data("agreement", [], "pandalm")) == ""
 
 
 # --------------------------------------------------------------------------- the apps on a path
@@ -220,3 +220,9 @@ def test_marimo_run_on_a_path_shows_the_users_file_in_a_browser(tmp_path):
         assert page.locator("#cli-data").inner_text() == str(tmp_path / "mine.csv")
         assert page.locator("#n-flips").inner_text() == "2" and marker in page.inner_text("body")
         browser.close()
+
+
+def test_user_data_is_a_deprecated_alias_of_app_data():
+    with pytest.warns(DeprecationWarning, match="apps.app_data"):
+        d = apps.user_data("agreement", [], "pandalm")
+    assert d.problem == "" and d.table is not None

@@ -111,7 +111,7 @@ def test_numba_and_numpy_engines_identical(seed):
     for objective in OBJECTIVES:
         ref = select_aspects(diffs, human, method="exhaustive", objective=objective, max_k=4, k_folds=4, seed=seed,
                              engine="numpy")
-        got = fast[objective]
+        got = fast.by_objective[objective]
         assert got.engine == "numba" and ref.engine == "numpy"
         assert got.selected == ref.selected
         assert (got.in_sample, got.cv_estimate, got.all_aspects) == (ref.in_sample, ref.cv_estimate, ref.all_aspects)
@@ -256,7 +256,49 @@ def test_plots_draw_the_tables():
     diffs = pd.DataFrame(X, columns=[f"a{j}" for j in range(8)])
     human = pd.Series(np.array(["B", "tie", "A"], dtype=object)[y + 1])
     sel = select_aspects_all(diffs, human, max_k=4, k_folds=3)
-    path = pd.concat([s.path.assign(objective=o) for o, s in sel.items()], ignore_index=True)
+    path = sel.paths()
     fig = plot_best_by_size(path)
     assert len(fig.axes) == 2
-    assert list(fig.axes[1].lines[0].get_ydata()) == list(sel["agreement"].path["agreement"])
+    assert list(fig.axes[1].lines[0].get_ydata()) == list(sel.by_objective["agreement"].path["agreement"])
+
+
+def test_select_aspects_all_returns_one_result_object():
+    from medeval_kit.judge.aspects import AspectSelections, selection_paths
+    from medeval_kit.results import RESULT_COLUMNS
+
+    X, y = random_problem(5, n=24, p=6)
+    diffs = pd.DataFrame(X, columns=[f"a{j}" for j in range(6)])
+    human = pd.Series(np.array(["B", "tie", "A"], dtype=object)[y + 1])
+    sel = select_aspects_all(diffs, human, max_k=2, k_folds=2, engine="numpy")
+    assert isinstance(sel, AspectSelections) and list(sel.by_objective) == list(OBJECTIVES)
+    frame = sel.to_frame()
+    assert all(c in frame.columns for c in RESULT_COLUMNS) and set(frame["objective"]) == set(OBJECTIVES)
+    assert "kappa" in sel.summary() and "<table" in sel._repr_html_()
+    pd.testing.assert_frame_equal(sel.paths(), selection_paths(sel))
+    # the old dict access works for one release, with a warning
+    with pytest.warns(DeprecationWarning, match="by_objective"):
+        assert sel["kappa"] is sel.by_objective["kappa"]
+    with pytest.warns(DeprecationWarning):
+        assert [o for o, _ in sel.items()] == list(OBJECTIVES)
+
+
+def test_aspect_inputs_take_a_columns_mapping_and_keep_the_old_keywords(tmp_path):
+    from medeval_kit.judge import read_aspect_scores
+
+    long = pd.DataFrame({"case": ["q1"] * 4, "model": ["A", "B", "A", "B"], "aspect_name": ["x", "x", "y", "y"],
+                         "points": [4, 2, 3, 3]})
+    cols = {"item": "case", "system": "model", "aspect": "aspect_name", "score": "points"}
+    want = score_differences(long.rename(columns={v: k for k, v in cols.items()}))
+    pd.testing.assert_frame_equal(score_differences(long, columns=cols), want)
+    f = tmp_path / "scores.csv"
+    long.to_csv(f, index=False)
+    pd.testing.assert_frame_equal(score_differences(read_aspect_scores(f, columns=cols)), want)
+    with pytest.warns(DeprecationWarning, match="columns="):
+        old = read_aspect_scores(f, item="case", system="model", aspect="aspect_name", score="points")
+    pd.testing.assert_frame_equal(score_differences(old), want)
+    prefs = pd.DataFrame({"case": ["q1", "q2"], "winner": ["a", "TIE"]})
+    new = human_preferences(prefs, columns={"item": "case", "preference": "winner"})
+    with pytest.warns(DeprecationWarning, match="preference"):
+        pd.testing.assert_series_equal(human_preferences(prefs, item="case", label="winner"), new)
+    with pytest.raises(TypeError, match="lable"):
+        human_preferences(prefs, lable="winner")

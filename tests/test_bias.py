@@ -315,7 +315,7 @@ def test_self_preference_planted():
     q = res[(res["judge"] == "qwen3-4b") & (res["metric"] == "delta_self")].iloc[0]
     assert q["ci_low"] <= 0 <= q["ci_high"]
     # vendor level: gemini is also google -> fewer peers for gemma
-    v = bias.self_preference(df, level="vendor", raters=["gemma-3-4b"], n_boot=50)
+    v = bias.self_preference(df, lineage_level="vendor", raters=["gemma-3-4b"], n_boot=50)
     assert v[v["metric"] == "delta_self"].iloc[0]["n_peers"] == 2
 
 
@@ -445,3 +445,32 @@ def test_more_than_two_orders_error_lists_odd_rows():
     with pytest.raises(SchemaError) as e:
         bias.position_bias(df.drop(columns=["slot_verdict"]).assign(slot_verdict=df["slot_verdict"]))
     assert e.value.column == "order" and e.value.rows == [4]
+
+
+# --------------------------------------------------------------------------- issue 24: one columns= mapping
+def test_columns_mapping_and_the_old_keywords():
+    """Your column names are mapped once with columns=; the old per-column keywords work for one release, with a
+    warning, and give the same table."""
+    sim = bias.simulate_length_bias(120, seed=3)
+    yours = sim.rename(columns={"len_a": "words_a", "len_b": "words_b", "item": "case"})
+    cols = {"len_a": "words_a", "len_b": "words_b", "item": "case"}
+    want = bias.length_controlled_win_rate(sim)
+    pd.testing.assert_frame_equal(bias.length_controlled_win_rate(yours, columns=cols), want)
+    with pytest.warns(DeprecationWarning, match="columns="):
+        old = bias.length_controlled_win_rate(yours, len_a="words_a", len_b="words_b", item="case")
+    pd.testing.assert_frame_equal(old, want)
+    with pytest.warns(DeprecationWarning, match="judge_name"):
+        assert set(bias.simulate_length_bias(10, judge="x")["judge"]) == {"x"}
+    calls = pd.DataFrame({"judge": "j", "pick": [1, 2, 3, 1, 2, 3]})
+    want = bias.slot_preference(calls.rename(columns={"pick": "chosen_slot"}), n_slots=3)
+    pd.testing.assert_frame_equal(bias.slot_preference(calls, n_slots=3, columns={"chosen_slot": "pick"}), want)
+    with pytest.warns(DeprecationWarning, match="chosen"):
+        pd.testing.assert_frame_equal(bias.slot_preference(calls, n_slots=3, chosen="pick"), want)
+    ann = pd.DataFrame({"item": ["1", "2"], "rater": "r", "criterion": "overall", "label": ["A", "B"]})
+    with pytest.warns(DeprecationWarning, match="shown_order"):
+        assert set(bias.pairwise_from_annotations(ann, order="BA")["order"]) == {"BA"}
+    assert set(bias.pairwise_from_annotations(ann, shown_order="BA")["order"]) == {"BA"}
+    lb = bias.letter_balance(pd.DataFrame({"key": list("ABCA")}), letters="ABCD", columns={"answer": "key"})
+    with pytest.warns(DeprecationWarning, match="columns="):
+        pd.testing.assert_frame_equal(bias.letter_balance(pd.DataFrame({"key": list("ABCA")}), letters="ABCD",
+                                                          answer="key"), lb)

@@ -119,3 +119,14 @@ def test_synthetic_generators_plant_what_they_say():
     r = synthetic_rounds(n_items=300, improvement=0.05, noise=0.02, seed=1)
     means = r.groupby("round")["score"].mean()
     assert abs(means.diff().dropna().mean() - 0.05) < 0.01
+
+
+def test_read_table_applies_columns_and_data_dir_moved_to_paths(tmp_path):
+    from medeval_kit import paths
+
+    pd.DataFrame({"case": ["1", "2"], "doc": ["a", "b"], "label": ["NA", "B"]}).to_csv(tmp_path / "m.csv", index=False)
+    df = ds.read_table(tmp_path / "m.csv", text=True, columns={"item": "case", "rater": "doc"})
+    assert list(df.columns) == ["item", "rater", "label"] and df["label"].tolist() == ["NA", "B"]
+    assert "data_dir" not in ds.__all__
+    with pytest.warns(DeprecationWarning, match="use paths.data_dir"):
+        assert ds.data_dir() == paths.data_dir()

@@ -66,8 +66,15 @@ def test_topics_dedupe_and_questions_shuffle_keep_the_key():
         assert r["choices"][r["answer"]] == "alpha" and r["generated_letter"] == "A"
     # the generator always keyed "A"; after the seeded shuffle the keys spread over letters
     assert q["answer"].nunique() > 1
-    bal = G.letter_balance(q, answer="generated_letter", letters="ABCD")
+    from medeval_kit import bias
+
+    gen = q.drop(columns="answer")  # the letters as generated, before the shuffle
+    bal = bias.letter_balance(gen, columns={"answer": "generated_letter"}, letters="ABCD")
     assert bal.loc[bal["letter"] == "A", "estimate"].iloc[0] == 1.0 and bal["p_uniform"].iloc[0] < 0.05
+    # generate.letter_balance was bias.letter_balance exported twice: the old name works for one release
+    with pytest.warns(DeprecationWarning, match="use bias.letter_balance"):
+        old = G.letter_balance(gen, columns={"answer": "generated_letter"}, letters="ABCD")
+    pd.testing.assert_frame_equal(old, bal)
     oe = G.generate_grounded_questions(topics, fmt="oe", client=_gen_client())
     assert oe["answer"].eq("short").all()
 
@@ -105,6 +112,12 @@ def test_diversity_is_higher_similarity_for_near_duplicates():
     d = G.question_diversity(items, by="generator").set_index("generator")
     assert d.loc["dup", "estimate"] > d.loc["div", "estimate"]
     assert d.loc["dup", "n_pairs"] == 3
+    mine = items.rename(columns={"question": "stem"})
+    pd.testing.assert_frame_equal(G.question_diversity(mine, by="generator", columns={"question": "stem"})
+                                  .set_index("generator"), d)
+    with pytest.warns(DeprecationWarning, match="columns="):
+        old = G.question_diversity(mine, by="generator", text="stem").set_index("generator")
+    pd.testing.assert_frame_equal(old, d)
 
 
 def test_mean_pairwise_cosine_hand_example():
@@ -112,9 +125,15 @@ def test_mean_pairwise_cosine_hand_example():
 
     X = np.array([[1, 0], [0, 1], [1, 1]], dtype=float)
     # pairs: (1,2)=0, (1,3)=1/sqrt2, (2,3)=1/sqrt2 -> mean = sqrt2/3
-    assert mean_pairwise_cosine(X)["mean_cosine"] == pytest.approx(np.sqrt(2) / 3)
+    r = mean_pairwise_cosine(X)
+    assert r.mean_cosine == pytest.approx(np.sqrt(2) / 3) and r.n_pairs == 3 and r.n_texts == 3
+    row = r.to_frame().iloc[0]
+    assert row["estimate"] == pytest.approx(np.sqrt(2) / 3) and row["n_items"] == 3
     # paper-code quirk: only > 0 entries -> mean of the two 1/sqrt2
-    assert mean_pairwise_cosine(X, paper_code_compat=True)["mean_cosine"] == pytest.approx(1 / np.sqrt(2))
+    assert mean_pairwise_cosine(X, paper_code_compat=True).mean_cosine == pytest.approx(1 / np.sqrt(2))
+    # the old dict access works for one release, with a warning
+    with pytest.warns(DeprecationWarning, match="mean_cosine"):
+        assert r["mean_cosine"] == r.mean_cosine
 
 
 def test_evaluate_benchmark_mcq_and_oe():
@@ -157,11 +176,23 @@ def test_benchmark_correlation_matches_scipy():
     acc = pd.DataFrame({"model": np.repeat(list("abcdefgh"), 3), "dataset": list("xyz") * 8,
                         "human": rng.uniform(size=24)})
     acc["synthetic"] = acc["human"] + rng.normal(scale=0.1, size=24)
-    r = G.benchmark_correlation(acc, level="model").set_index("statistic")
+    r = G.benchmark_correlation(acc, unit="model").set_index("statistic")
     m = acc.groupby("model")[["human", "synthetic"]].mean()
     assert r.loc["spearman", "estimate"] == pytest.approx(stats.spearmanr(m.human, m.synthetic)[0])
     assert r.loc["pearson", "n_items"] == 8 and r.loc["pearson", "ci_method"] == "Fisher z"
-    p = G.benchmark_correlation(acc, level="pairs").set_index("statistic")
+    p = G.benchmark_correlation(acc, unit="pairs").set_index("statistic")
+    assert (p["unit"] == "pairs").all()
+    # the old keywords level= and dataset= work for one release, with a warning
+    with pytest.warns(DeprecationWarning, match="use unit="):
+        old = G.benchmark_correlation(acc, level="pairs").set_index("statistic")
+    pd.testing.assert_frame_equal(old, p)
+    with pytest.warns(DeprecationWarning):
+        no_ds = G.benchmark_correlation(acc.drop(columns="dataset"), dataset=None, level="model")
+    assert no_ds["estimate"].tolist() == pytest.approx(r["estimate"].tolist())
+    # columns= maps your names
+    mine = acc.rename(columns={"model": "llm", "dataset": "bench"})
+    pd.testing.assert_frame_equal(G.benchmark_correlation(mine, unit="pairs", columns={"model": "llm", "dataset": "bench"})
+                                  .set_index("statistic"), p)
     assert p.loc["pearson", "estimate"] == pytest.approx(stats.pearsonr(acc.human, acc.synthetic)[0])
     assert p.loc["pearson", "ci_low"] < p.loc["pearson", "estimate"] < p.loc["pearson", "ci_high"]
     # Fisher z with the Fieller variance 1.06 for Spearman: tanh(atanh(r) +- 1.96 sqrt(1.06 / (n - 3)))

@@ -138,7 +138,12 @@ def test_make_cloze_items_blanks_the_keypoint():
                           "keypoint": ["asthma", "sepsis"]})
     c = G.make_cloze_items(items, n=5, seed=0)
     assert c["question"].tolist() == ["[...] was treated."] and c["reference"].tolist() == ["Sepsis"]
-    assert c["n_skipped"].tolist() == [1]
+    assert c["n_skipped"].tolist() == [1] and c["dataset"].tolist() == ["medqg_cloze"]
+    # your column names through columns=; the old text=/answer= keywords for one release, with a warning
+    mine = items.rename(columns={"context": "note", "keypoint": "kp"})
+    pd.testing.assert_frame_equal(G.make_cloze_items(mine, n=5, seed=0, columns={"context": "note", "keypoint": "kp"}), c)
+    with pytest.warns(DeprecationWarning, match="columns="):
+        pd.testing.assert_frame_equal(G.make_cloze_items(mine, n=5, seed=0, text="note", answer="kp"), c)
 
 
 def test_max_stratified_n_fits_the_pool():

@@ -343,5 +343,16 @@ def test_judge_srefine_without_comparable_pairs_calls_nothing_and_counts_every_i
     pairs = srefine_pairs(res)
     client = FakeClient(lambda req: pytest.fail("no call expected"))
     out = judge_srefine(pairs, client=client)
-    assert out["vanilla"].empty and out["win_rate"].empty and not client.calls
-    assert out["preferences"]["status"].tolist() == ["best_is_round_1", "best_is_round_1"]
+    assert out.vanilla.empty and out.win_rate.empty and not client.calls
+    assert out.preferences["status"].tolist() == ["best_is_round_1", "best_is_round_1"]
+    # one result object (was a dict): a contract table, a summary and an HTML view
+    from medeval_kit.results import RESULT_COLUMNS
+
+    assert set(RESULT_COLUMNS) <= set(out.to_frame().columns)
+    assert isinstance(out.summary(), str) and isinstance(out._repr_html_(), str)
+    # the old dict access and the old judge= keyword work for one release, with a warning
+    with pytest.warns(DeprecationWarning, match=r"\.preferences"):
+        assert out["preferences"] is out.preferences
+    with pytest.warns(DeprecationWarning, match="use model="):
+        old = judge_srefine(pairs, judge="local/smollm2-135m", client=client)
+    assert old.preferences.equals(out.preferences)

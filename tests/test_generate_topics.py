@@ -97,6 +97,14 @@ def test_off_list_duplicate_over_limit_and_failed_topics_are_kept_and_counted():
     c2 = t[t["case"] == "c2"]
     assert c2["status"].tolist() == ["failed"] and c2["topic"].isna().all()
     assert len(calls) == 2 and set(calls["stage"]) == {"stage0_topics"}
+    # your column names through columns=; the old case=/note= keywords for one release, with a warning
+    mine = NOTES.rename(columns={"case": "id", "clinical_note": "text"})
+    t2, _ = G.select_topics(mine, client=client, max_topics=3, constrained=False,
+                            columns={"case": "id", "clinical_note": "text"})
+    pd.testing.assert_frame_equal(t2, t)
+    with pytest.warns(DeprecationWarning, match="columns="):
+        t3, _ = G.select_topics(mine, client=client, max_topics=3, constrained=False, case="id", note="text")
+    pd.testing.assert_frame_equal(t3, t)
 
 
 def test_test_points_use_retrieved_outline_concepts_and_count_failures():
@@ -172,11 +180,11 @@ def test_topic_overlap_hand_computed():
     t = G.topic_overlap(machine, human, n_boot=500).set_index(["measure", "match"])
     # exact topics: only "educates patients" (b) matches; machine topics 3 (1 failed), human 4
     assert t.loc[("topic_precision", "exact"), "estimate"] == pytest.approx(1 / 3)
-    assert t.loc[("topic_precision", "normalised"), "estimate"] == pytest.approx(2 / 3)
-    assert t.loc[("topic_recall", "normalised"), "estimate"] == pytest.approx(2 / 4)
+    assert t.loc[("topic_precision", "normalized"), "estimate"] == pytest.approx(2 / 3)
+    assert t.loc[("topic_recall", "normalized"), "estimate"] == pytest.approx(2 / 4)
     assert t.loc[("topic_precision", "exact"), "n_failed"] == 1
     assert t.loc[("test_point_match", "exact"), "estimate"] == 0
-    assert t.loc[("test_point_match", "normalised"), "estimate"] == pytest.approx(2 / 3)
+    assert t.loc[("test_point_match", "normalized"), "estimate"] == pytest.approx(2 / 3)
     assert t.loc[("test_point_match", "contains"), "estimate"] == pytest.approx(2 / 3)
     assert (t["n_notes"] == 2).all()
     ok = t.dropna(subset=["ci_low"])
@@ -194,7 +202,26 @@ def test_paper_machine_topics_overlap_with_the_experts():
     human = G.human_topics()
     mach = G.bundled_machine_topics(human)
     assert mach["case"].nunique() == 46 and len(mach) == 235
-    t = G.topic_overlap(mach, human, label="gpt-4 (paper)", n_boot=300).set_index(["measure", "match"])
-    prec = t.loc[("topic_precision", "normalised")]
+    t = G.topic_overlap(mach, human, source="gpt-4 (paper)", n_boot=300).set_index(["measure", "match"])
+    assert set(t["source"]) == {"gpt-4 (paper)"}
+    prec = t.loc[("topic_precision", "normalized")]
     assert 0 < prec["estimate"] < 1 and prec["ci_low"] < prec["estimate"] < prec["ci_high"]
-    assert t.loc[("test_point_match", "contains"), "estimate"] >= t.loc[("test_point_match", "normalised"), "estimate"]
+    assert t.loc[("test_point_match", "contains"), "estimate"] >= t.loc[("test_point_match", "normalized"), "estimate"]
+
+
+def test_old_names_and_keywords_work_for_one_release_with_a_warning():
+    """normalise_text -> normalize_text, topic_overlap(label=) -> source=, load_srefine_inputs -> datasets."""
+    from medeval_kit import datasets
+
+    with pytest.warns(DeprecationWarning, match="use generate.normalize_text"):
+        assert G.normalise_text("SAPHO  Syndrome.") == G.normalize_text("SAPHO  Syndrome.") == "sapho syndrome"
+    assert "normalise_text" not in G.__all__ and "load_srefine_inputs" not in G.__all__
+    with pytest.warns(DeprecationWarning, match="use datasets.load_srefine_inputs"):
+        old = G.load_srefine_inputs("1-35", n=3, seed=0)
+    pd.testing.assert_frame_equal(old, datasets.load_srefine_inputs("1-35", n=3, seed=0))
+    machine = pd.DataFrame({"case": ["n1"], "topic": ["t"], "keypoint": ["k"]})
+    with pytest.warns(DeprecationWarning, match="use source="):
+        t = G.topic_overlap(machine, machine, label="mine", n_boot=20)
+    assert set(t["source"]) == {"mine"}
+    with pytest.raises(AttributeError):
+        G.no_such_name  # noqa: B018

@@ -204,8 +204,11 @@ def test_rubric_parse_failure_not_imputed():
     resp = pd.DataFrame({"item": ["q1"], "question": ["case"], "response": ["mcq"]})
     fake = FakeClient(lambda r: "not json" if "reasoning" in r.messages[-1]["content"].split("Rate the ")[1][:12]
                       else rubric_reply(r))
-    j = J.judge_rubric(resp, client=fake, target=None)
+    j = J.judge_rubric(resp, client=fake)
     assert "target" not in j.columns
+    with pytest.warns(DeprecationWarning, match="target=None"):  # the old way to ignore a target column
+        old = J.judge_rubric(resp.assign(target="m1"), client=fake, target=None)
+    assert "target" not in old.columns and len(old) == len(j)
     assert j.loc[j.component == "reasoning", "parse_status"].eq("failed").all()
     assert j.loc[j.component == "reasoning", "score"].isna().all()
     s = J.rubric_scores(j).set_index("component")
@@ -569,3 +572,60 @@ def test_a_new_protocol_is_one_registered_function(tmp_path):
         J.run_protocol("toy", data, client=client)
     with pytest.raises(SchemaError, match="protocol"):
         validate(j, "judgments")
+
+
+# --------------------------------------------------------------------------- one public API: model=, columns=
+def test_protocols_take_model_and_a_columns_mapping():
+    mine = PAIRS.rename(columns={"item": "case_id", "answer_a": "first", "answer_b": "second"})
+    cols = {"item": "case_id", "answer_a": "first", "answer_b": "second"}
+    want = J.judge_pairwise(PAIRS, client=FakeClient(prefers_good), model="fake/judge", progress=False)
+    got = J.judge_pairwise(mine, client=FakeClient(prefers_good), columns=cols, progress=False)
+    pd.testing.assert_frame_equal(got.drop(columns=["latency_s"]), want.drop(columns=["latency_s"]))
+    with pytest.warns(DeprecationWarning, match=r"columns=\{'item': 'case_id'"):
+        old = J.judge_pairwise(mine, client=FakeClient(prefers_good), item="case_id", answer_a="first",
+                               answer_b="second", progress=False)
+    assert old["verdict"].tolist() == want["verdict"].tolist()
+    with pytest.warns(DeprecationWarning, match="model="):
+        J.judge_pairwise(PAIRS, client=FakeClient(prefers_good), judge="fake/judge", progress=False)
+    with pytest.raises(TypeError, match="judgee"):
+        J.judge_pairwise(PAIRS, client=FakeClient(prefers_good), judgee="fake/judge")
+    with pytest.raises(J.JudgeError, match="columns="):
+        J.judge_pairwise(mine, client=FakeClient(prefers_good))
+    # through the registry too, and read_items follows medeval_kit.columns
+    via = J.run_protocol("pairwise", mine, client=FakeClient(prefers_good), columns=cols, progress=False)
+    assert via["verdict"].tolist() == want["verdict"].tolist()
+    assert J.item_columns("pairwise") == (("item", "question", "answer_a", "answer_b"), ("model_a", "model_b"))
+
+
+def test_read_items_rejects_unknown_column_keys(tmp_path):
+    from medeval_kit.columns import ColumnError
+
+    f = tmp_path / "mine.csv"
+    f.write_text("id,q,a,b\n1,Fever?,Rest.,Paracetamol.\n")
+    cols = {"item": "id", "question": "q", "answer_a": "a", "answer_b": "b"}
+    assert J.read_items(f, "pairwise", columns=cols)["item"].tolist() == ["1"]
+    with pytest.raises(ColumnError, match="itme"):
+        J.read_items(f, "pairwise", columns={**cols, "itme": "id"})
+
+
+def test_summaries_take_a_columns_mapping():
+    from medeval_kit.datasets.synthetic import synthetic_pairwise
+
+    j = synthetic_pairwise(n_items=20, judges=("j1",), repeats=1, seed=3)
+    cols = {"item": "case", "judge": "grader", "order": "shown", "verdict": "winner", "criterion": "aspect_name"}
+    mine = j.rename(columns=cols)
+    for fn in (J.parse_summary, J.score_summary, J.verdict_counts):
+        pd.testing.assert_frame_equal(fn(mine, columns=cols), fn(j))
+    pd.testing.assert_frame_equal(J.order_effects(mine, n_boot=20, columns=cols), J.order_effects(j, n_boot=20))
+    ann = J.to_annotations(j[j["order"] == "AB"], columns=None)
+    assert set(ann["rater_kind"]) == {"llm"} and list(ann.columns) == ["item", "rater", "rater_kind", "criterion",
+                                                                       "label"]
+
+
+def test_acc_tuple_triple_old_reference_keywords_warn():
+    ref = pd.DataFrame({"question": ["1"] * 3, "who": ["x", "y", "z"], "points": [5, 3, 1]})
+    judged = _mr({"1": {"x": 4, "y": 2, "z": 1}})
+    with pytest.warns(DeprecationWarning, match="ref_item"):
+        old = J.acc_tuple_triple(judged, ref, ref_item="question", ref_target="who", ref_score="points")
+    new = J.acc_tuple_triple(judged, ref.rename(columns={"question": "item", "who": "target", "points": "score"}))
+    pd.testing.assert_frame_equal(old, new)

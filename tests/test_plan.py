@@ -76,7 +76,7 @@ def test_simulated_panel_reproduces_the_pilot():
     for s in range(8):
         t = simulate_panel(m, 999, seed=s)
         hum = sorted(t.loc[t.rater_kind == "human", "rater"].unique())
-        sims.append(judge_vs_humans(t, hum, list(m.judges), n_boot=0, rater_kind=None).table["estimate"].to_numpy())
+        sims.append(judge_vs_humans(t, hum, list(m.judges), n_boot=0).table["estimate"].to_numpy())
     np.testing.assert_allclose(np.mean(sims, 0), seen.to_numpy(), atol=0.03)
 
 

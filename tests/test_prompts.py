@@ -151,3 +151,11 @@ def test_render_inserts_any_value_verbatim(value):
     user = p.render(question=value, answer="ans")[1]["content"]
     assert user == f"Q: {value} A: ans literal {{{{x}}}} and {{\"json\": 1}}"
     assert p.render(question="q", answer=value)[0]["content"] == "Sys q"
+
+
+def test_prompts_dir_is_one_public_name_in_paths():
+    from medeval_kit import paths, prompts
+
+    assert "prompts_dir" not in prompts.__all__
+    with pytest.warns(DeprecationWarning, match="paths.prompts_dir"):
+        assert prompts.prompts_dir() == paths.prompts_dir()

@@ -43,7 +43,7 @@ def test_lsat_2pl_matches_ltm(engine):
     ltm stopped at max(|grad|) = 0.024 (printed), so the flattest parameters (items 1 and 5, far in the
     tail) differ in the third decimal; the log-likelihood agrees at its printed precision.
     """
-    fit = pm.fit_irt(_lsat(), model="2pl", engine=engine)
+    fit = pm.fit_irt(_lsat(), family="2pl", engine=engine)
     w = fit.wide().set_index("item").loc[LSAT_ITEMS]
     b = [-3.3597, -1.3696, -0.2799, -1.8659, -3.1236]
     a = [0.8254, 0.7229, 0.8905, 0.6886, 0.6575]
@@ -61,7 +61,7 @@ def test_lsat_1pl_matches_ltm_rasch(engine):
     """1PL (common discrimination) on LSAT against ltm's ``rasch(data = LSAT)`` as printed (2 decimals) in RKWard's
     test standard KDE/rkward tests/item_response_theory/Rasch_parameter_estimation.rkout:
     Dffclt -3.62 -1.32 -0.32 -1.73 -2.78, Dscrmn 0.76, log-likelihood -2466.9."""
-    fit = pm.fit_irt(_lsat(), model="1pl", engine=engine)
+    fit = pm.fit_irt(_lsat(), family="1pl", engine=engine)
     w = fit.wide().set_index("item").loc[LSAT_ITEMS]
     assert list(w["b"].round(2)) == [-3.62, -1.32, -0.32, -1.73, -2.78]
     assert set(w["a"].round(2)) == {0.76}
@@ -143,7 +143,7 @@ def test_2pl_recovers_planted_parameters():
     tables = []
     for seed in (1, 2):
         exam = pm.synthetic_exam(25, 1000, seed=seed)
-        tables.append(pm.recovery_table(pm.fit_irt(exam.responses, model="2pl", engine="girth"), exam.truth))
+        tables.append(pm.recovery_table(pm.fit_irt(exam.responses, family="2pl", engine="girth"), exam.truth))
     t = pd.concat(tables)
     cov = t.groupby("parameter")["covered"].apply(lambda s: s.astype(bool).mean())
     assert cov["a"] >= 0.85 and cov["b"] >= 0.85, cov.to_dict()
@@ -153,7 +153,7 @@ def test_2pl_recovers_planted_parameters():
 
 def test_recovery_contract_and_a_wrong_truth_fails():
     exam = pm.synthetic_exam(20, 800, seed=3)
-    fit = pm.fit_irt(exam.responses, model="2pl", engine="mml")
+    fit = pm.fit_irt(exam.responses, family="2pl", engine="mml")
     rec = pm.recovery(fit, exam.truth)
     assert {"estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed", "note"} <= set(rec.columns)
     good = rec.set_index(["parameter", "metric"])["estimate"]
@@ -165,7 +165,7 @@ def test_recovery_contract_and_a_wrong_truth_fails():
 
 def test_1pl_recovers_a_common_discrimination():
     exam = pm.synthetic_exam(20, 1000, a_range=(1.3, 1.3), seed=4)
-    w = pm.fit_irt(exam.responses, model="1pl", engine="mml").wide()
+    w = pm.fit_irt(exam.responses, family="1pl", engine="mml").wide()
     assert w["a"].nunique() == 1
     assert w["a_low"].iloc[0] < 1.3 < w["a_high"].iloc[0]
 
@@ -234,10 +234,62 @@ def test_read_responses_with_your_column_names(tmp_path):
     p = tmp_path / "mine.csv"
     pd.DataFrame({"q": ["1", "1", "2", "2"], "student": ["s1", "s2", "s1", "s2"], "ans": ["a", "B", "C", "NA"],
                   "right": ["A", "A", "C", "C"]}).to_csv(p, index=False)
-    r = pm.read_responses(p, item="q", examinee="student", choice="ans", key="right")
+    mine = {"item": "q", "examinee": "student", "choice": "ans", "key": "right"}
+    r = pm.read_responses(p, columns=mine)
     assert list(r["correct"].astype("float")) == [1, 0, 1, 0]  # "NA" is a letter string here, read as text: wrong
     with pytest.raises(SchemaError, match=str(p)):
-        pm.read_responses(p, item="question")
+        pm.read_responses(p, columns={"item": "question"})
+    # the old per-column keywords work for one release, with a warning
+    with pytest.warns(DeprecationWarning, match="columns="):
+        old = pm.read_responses(p, item="q", examinee="student", choice="ans", key="right")
+    pd.testing.assert_frame_equal(old, r)
+    with pytest.raises(TypeError, match="itme"):
+        pm.read_responses(p, itme="q")
+
+
+def test_score_responses_and_statistics_take_a_columns_mapping():
+    exam = pm.synthetic_exam(6, 80, seed=2)
+    mine = {"item": "question_id", "examinee": "student", "correct": "right"}
+    theirs = exam.responses.rename(columns={k: v for k, v in mine.items()})
+    pd.testing.assert_frame_equal(pm.item_statistics(theirs, n_boot=0, columns=mine),
+                                  pm.item_statistics(exam.responses, n_boot=0))
+    pd.testing.assert_frame_equal(pm.reliability(theirs, columns=mine), pm.reliability(exam.responses))
+    with pytest.warns(DeprecationWarning, match="columns="):
+        scored = pm.score_responses(theirs[["question_id", "student", "right"]], item="question_id",
+                                    examinee="student", correct="right")
+    assert list(scored.columns[:2]) == ["item", "examinee"]
+    assert scored["correct"].equals(exam.responses["correct"])
+
+
+def test_fit_irt_names_the_family_family_and_keeps_model_for_one_release():
+    r = pm.synthetic_exam(6, 200, seed=4).responses
+    new = pm.fit_irt(r, family="1pl", engine="mml", se="none")
+    assert new.family == "1pl"
+    with pytest.warns(DeprecationWarning, match="family"):
+        old = pm.fit_irt(r, model="1pl", engine="mml", se="none")
+    pd.testing.assert_frame_equal(old.to_frame(), new.to_frame())
+    with pytest.warns(DeprecationWarning, match="family"):
+        assert old.model == "1pl"
+    with pytest.raises(TypeError):
+        pm.fit_irt(r, familly="1pl")
+    assert "<" in new._repr_html_() and "1PL" in new.summary()
+    with pytest.warns(DeprecationWarning, match="FAMILIES"):
+        assert pm.MODELS == pm.FAMILIES == ("2pl", "1pl", "rasch")
+
+
+def test_counting_tables_follow_the_result_contract():
+    from medeval_kit.results import RESULT_COLUMNS
+
+    exam = pm.synthetic_exam(4, 50, missing_rate=0.1, seed=0)
+    ms = pm.missing_summary(exam.responses)
+    assert all(c in ms.columns for c in RESULT_COLUMNS) and ms["n"].iloc[0] == 200
+    assert ms["estimate"].iloc[0] == pytest.approx((ms["failed"] + ms["missing"]).iloc[0] / 200)
+    by = pm.missing_summary(exam.responses, by="examinee")
+    assert len(by) == 50 and by["n"].eq(4).all()
+    items = pm.mcq_items(pd.DataFrame({"item": ["a", "b"], "question": ["q", "q"],
+                                       "options": [{"A": "x", "B": "y"}, "?"], "key": ["A", "A"]}))
+    ic = pm.item_counts(items).iloc[0]
+    assert (ic["n_items"], ic["n_ok"], ic["n_failed"], ic["estimate"]) == (2, 1, 1, 0.5)
 
 
 # --------------------------------------------------------------------------- IRT edge cases and curves
@@ -245,17 +297,17 @@ def test_items_without_variance_are_reported_not_fitted():
     exam = pm.synthetic_exam(8, 300, seed=6)
     r = exam.responses.copy()
     r.loc[r["item"] == "q001", "correct"] = 1
-    fit = pm.fit_irt(r, model="2pl", engine="mml")
+    fit = pm.fit_irt(r, family="2pl", engine="mml")
     row = fit.to_frame().query("item == 'q001'")
     assert row["estimate"].isna().all() and row["note"].str.contains("every examinee right").all()
     assert fit.n_fitted_items == 7
     with pytest.raises(ParameterError):
-        pm.fit_irt(r[r["item"].isin(["q001", "q002"])], model="2pl")
+        pm.fit_irt(r[r["item"].isin(["q001", "q002"])], family="2pl")
 
 
 def test_icc_band_and_monotone_curve():
     exam = pm.synthetic_exam(10, 500, seed=7)
-    fit = pm.fit_irt(exam.responses, model="2pl", engine="mml")
+    fit = pm.fit_irt(exam.responses, family="2pl", engine="mml")
     icc = pm.icc_table(fit, theta=np.linspace(-3, 3, 13))
     assert len(icc) == 13 * 10
     assert (icc["ci_low"] <= icc["p"] + 1e-12).all() and (icc["p"] <= icc["ci_high"] + 1e-12).all()
@@ -265,8 +317,8 @@ def test_icc_band_and_monotone_curve():
 
 def test_parametric_bootstrap_ses_agree_with_observed_information():
     exam = pm.synthetic_exam(6, 800, seed=8)
-    obs = pm.fit_irt(exam.responses, model="2pl", engine="mml").wide().set_index("item")
-    boot = pm.fit_irt(exam.responses, model="2pl", engine="mml", se="bootstrap", n_boot=60, seed=1)
+    obs = pm.fit_irt(exam.responses, family="2pl", engine="mml").wide().set_index("item")
+    boot = pm.fit_irt(exam.responses, family="2pl", engine="mml", se="bootstrap", n_boot=60, seed=1)
     assert "bootstrap" in boot.se_method
     ratio = boot.wide().set_index("item")["b_se"] / obs["b_se"]
     assert ratio.between(0.6, 1.6).all(), ratio.to_dict()
@@ -302,6 +354,9 @@ def test_roundwise_item_change_uses_paired_round_tests():
     row = res.iloc[0]
     assert row["statistic"] == "distractor_efficiency" and row["estimate"] == pytest.approx(0.25)
     assert row["n_items"] == 4 and row["test"] == "Wilcoxon signed-rank"
+    renamed = t.rename(columns={"trace": "note_id", "round": "iteration"})
+    pd.testing.assert_frame_equal(pm.roundwise_item_change(renamed, statistics=["distractor_efficiency"], n_boot=200,
+                                                           columns={"trace": "note_id", "round": "iteration"}), res)
 
 
 def test_label_association_detects_a_planted_gradient():
@@ -310,6 +365,9 @@ def test_label_association_detects_a_planted_gradient():
                       for n in range(10) for k in range(1, 6)])
     res = pm.label_association(t, n_boot=300).set_index("statistic")
     assert res.loc["spearman_rho", "estimate"] < -0.8 and res.loc["spearman_rho", "ci_high"] < 0
+    with pytest.warns(DeprecationWarning, match="planted"):
+        old = pm.label_association(t, label="difficulty_rank", n_boot=300).set_index("statistic")
+    pd.testing.assert_frame_equal(old, res)
     flat = t.assign(p=rng.permutation(t["p"].to_numpy()))
     assert pm.label_association(flat, n_boot=300).set_index("statistic").loc["spearman_rho", "ci_high"] > \
         res.loc["spearman_rho", "ci_high"]
@@ -359,9 +417,9 @@ def test_estimates_at_an_engines_bounds_are_flagged():
     the scipy fit finds a common discrimination whose CI holds 0."""
     rng = np.random.default_rng(0)
     r = pm.responses_from_matrix((rng.random((40, 6)) < 0.5).astype(float))
-    g = pm.fit_irt(r, model="1pl", engine="girth").to_frame().query("parameter == 'a'")
+    g = pm.fit_irt(r, family="1pl", engine="girth").to_frame().query("parameter == 'a'")
     assert g["note"].str.contains("bound").all() and g["ci_low"].isna().all() and g["se"].isna().all()
-    m = pm.fit_irt(r, model="1pl", engine="mml").wide().iloc[0]
+    m = pm.fit_irt(r, family="1pl", engine="mml").wide().iloc[0]
     assert m["a_low"] < 0 < m["a_high"]
 
 

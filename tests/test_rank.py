@@ -214,8 +214,8 @@ def test_comparisons_read_verdicts_names_and_failures():
                        "m1": ["x", "x", "y", "x", "y", "x"], "m2": ["y", "z", "z", "z", "x", "y"],
                        "who": ["x", "b", "TIE", "Neither", "", "error"]})
     # lower-case a/b are read by the explicit vocabulary model-any-case (issue 22; the default reads A/B as written)
-    c = rank.comparisons(df, item="case", model_a="m1", model_b="m2", verdict="who", failed="error",
-                         verdict_terms="model-any-case")
+    c = rank.comparisons(df, columns={"item": "case", "model_a": "m1", "model_b": "m2", "verdict": "who"},
+                         failed="error", verdict_terms="model-any-case")
     assert list(c.columns) == list(rank.COLUMNS)
     # a model's name, b, ties in any case, an empty cell and a failure token (missing verdicts)
     assert list(c["verdict"].fillna("-")) == ["A", "B", "tie", "tie", "-", "-"]
@@ -232,9 +232,36 @@ def test_comparisons_errors_name_the_column_and_rows():
     with pytest.raises(SchemaError) as e:
         rank.comparisons(df.assign(verdict="A"))
     assert e.value.rows == [2] and "itself" in str(e.value)
-    with pytest.raises(SchemaError) as e:
-        rank.comparisons(df, verdict="winner")
-    assert e.value.column == "winner"
+    with pytest.raises(SchemaError) as e:  # the error names your column, not the canonical one
+        rank.comparisons(df.rename(columns={"verdict": "who"}), columns={"verdict": "winner"})
+    assert e.value.column == "winner" and "missing column" in str(e.value)
+
+
+def test_comparisons_old_column_keywords_still_work_and_warn():
+    """Issue 24: columns= replaces item=, model_a= ...; the old keywords work for one release, with a warning."""
+    df = rank.demo_comparisons(n_items=12)
+    with pytest.warns(DeprecationWarning, match="columns="):
+        old = rank.comparisons(df, item="case_id", model_a="response_a_model", model_b="response_b_model",
+                               verdict="winner", judge="physician_group")
+    pd.testing.assert_frame_equal(old, rank.comparisons(df, columns=_DEMO_COLUMNS))
+    with pytest.warns(DeprecationWarning, match="judge_name"):
+        old = rank.comparisons_from_counts(pd.DataFrame({"a": ["x"], "b": ["y"], "w": [1], "l": [0]}), player1="a",
+                                           player2="b", wins1="w", wins2="l", judge="j")
+    assert set(old["judge"]) == {"j"}
+
+
+def test_read_comparisons_takes_columns_and_the_old_keywords(tmp_path):
+    p = tmp_path / "demo.csv"
+    rank.demo_comparisons(n_items=12).to_csv(p, index=False)
+    want = rank.comparisons(rank.demo_comparisons(n_items=12), columns=_DEMO_COLUMNS)
+    got = rank.read_comparisons(p, columns=_DEMO_COLUMNS)
+    pd.testing.assert_frame_equal(got.drop(columns="raw"), want.drop(columns="raw"))
+    with pytest.warns(DeprecationWarning, match="columns="):
+        old = rank.read_comparisons(p, item="case_id", model_a="response_a_model", model_b="response_b_model",
+                                    verdict="winner", judge="physician_group")
+    pd.testing.assert_frame_equal(old, got)
+    with pytest.raises(TypeError, match="itme"):
+        rank.read_comparisons(p, itme="case_id")
 
 
 def test_read_comparisons_keeps_a_literal_na_verdict(tmp_path):
@@ -266,8 +293,11 @@ def test_pandalm_comparisons_from_the_bundle():
 
 # --------------------------------------------------------------------------- ratings with bootstrap CIs
 def _demo(**kw) -> pd.DataFrame:
-    return rank.comparisons(rank.demo_comparisons(**kw), item="case_id", model_a="response_a_model",
-                            model_b="response_b_model", verdict="winner", judge="physician_group")
+    return rank.comparisons(rank.demo_comparisons(**kw), columns=_DEMO_COLUMNS)
+
+
+_DEMO_COLUMNS = {"item": "case_id", "model_a": "response_a_model", "model_b": "response_b_model",
+                 "verdict": "winner", "judge": "physician_group"}
 
 
 def test_ratings_fit_the_result_contract_and_count_failures():
@@ -357,7 +387,7 @@ def test_rank_agreement_on_a_known_swap():
         for x in range(4):
             for y in range(x + 1, 4):  # the better model wins 3 of 4 games
                 rows.append({"j": j, "p1": ms[x], "p2": ms[y], "w1": 3 * (y - x), "w2": 1})
-    comp = pd.concat([rank.comparisons_from_counts(g, player1="p1", player2="p2", wins1="w1", wins2="w2", judge=j)
+    comp = pd.concat([rank.comparisons_from_counts(g, player1="p1", player2="p2", wins1="w1", wins2="w2", judge_name=j)
                       for j, g in pd.DataFrame(rows).groupby("j")])
     res = rank.rank_models(comp, ties="exclude", n_boot=50, seed=0)
     ag = rank.rank_agreement(res, "ref", top_k=[1, 2]).set_index("metric")["estimate"]
@@ -373,7 +403,7 @@ def test_rank_agreement_on_a_known_swap():
 
 def test_two_models_have_no_rank_correlation():
     d = pd.DataFrame({"a": ["x", "x"], "b": ["y", "y"], "w": [8, 3], "l": [2, 7], "j": ["ref", "other"]})
-    comp = pd.concat([rank.comparisons_from_counts(g, player1="a", player2="b", wins1="w", wins2="l", judge=j)
+    comp = pd.concat([rank.comparisons_from_counts(g, player1="a", player2="b", wins1="w", wins2="l", judge_name=j)
                       for j, g in d.groupby("j")])
     res = rank.rank_models(comp, ties="exclude", n_boot=100, seed=0)
     ag = rank.rank_agreement(res, "ref")
@@ -387,10 +417,10 @@ def test_no_finite_mle_is_nan_with_a_reason():
     bootstrap draws without a finite MLE are counted in the note."""
     d = pd.DataFrame({"a": ["x", "y", "x", "y"], "b": ["y", "z", "y", "z"], "w": [5, 4, 5, 4], "l": [0, 2, 1, 2],
                       "j": ["bad", "bad", "good", "good"]})
-    comp = pd.concat([rank.comparisons_from_counts(g, player1="a", player2="b", wins1="w", wins2="l", judge=j)
+    comp = pd.concat([rank.comparisons_from_counts(g, player1="a", player2="b", wins1="w", wins2="l", judge_name=j)
                       for j, g in d.groupby("j")])
     extra = rank.comparisons_from_counts(pd.DataFrame({"a": ["z"], "b": ["x"], "w": [1], "l": [0]}), player1="a",
-                                         player2="b", wins1="w", wins2="l", judge="good")
+                                         player2="b", wins1="w", wins2="l", judge_name="good")
     res = rank.rank_models(pd.concat([comp, extra.assign(item="extra", unit="extra")]), ties="exclude", n_boot=200,
                            seed=0)
     bad = res.ratings[(res.ratings["judge"] == "bad") & (res.ratings["metric"] == "strength")]

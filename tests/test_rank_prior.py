@@ -41,7 +41,7 @@ def _table() -> pd.DataFrame:
 
 
 def _comp() -> pd.DataFrame:
-    return rank.comparisons(_table(), judge="judge")
+    return rank.comparisons(_table())
 
 
 def _strength(res, judge):
@@ -136,7 +136,7 @@ def test_the_prior_must_be_positive():
 
 def test_groups_never_compared_are_named():
     d = pd.DataFrame(_games("j", [("a", "b", "A", 3), ("a", "b", "B", 2), ("c", "d", "A", 2), ("c", "d", "B", 2)]))
-    res = rank.rank_models(rank.comparisons(d.assign(item=range(len(d))), judge="judge"), n_boot=0)
+    res = rank.rank_models(rank.comparisons(d.assign(item=range(len(d)))), n_boot=0)
     note = _strength(res, "j")["note"].iloc[0]
     assert "never compared" in note and "a, b" in note and "c, d" in note
 

@@ -469,6 +469,11 @@ def test_cli_import_writes_a_csv_that_validates(tmp_path, capsys):
     assert "judgments: 10 rows (8 ok, 2 failed)" in err and "dropped 1:" in err and f"wrote 10 judgments rows to {out}" in err
     back = read_tidy(out, "judgments")
     validate(back, "judgments", source=str(out), categories={"verdict": ["A", "B", "tie"]})
+    # a tidy table whose columns the user renamed reads back the same through columns=
+    mine = tmp_path / "mine.csv"
+    pd.read_csv(out, dtype=str, keep_default_na=False).rename(columns={"item": "case", "judge": "grader"}).to_csv(
+        mine, index=False)
+    pd.testing.assert_frame_equal(read_tidy(mine, "judgments", columns={"item": "case", "judge": "grader"}), back)
     # the CSV round trip feeds the position-bias analysis exactly like the in-memory table
     pd.testing.assert_frame_equal(bias.position_bias(back), bias.position_bias(read_mtbench(PAIR).judgments))
 

@@ -359,7 +359,6 @@ def test_cli_rounds_summary(tmp_path, capsys):
     args = parser.parse_args(["rounds", "medqg:iter_feedback"])
     assert args.func(args) == 0
     assert "items: 8" in capsys.readouterr().out
-    assert R.load_rounds_file("") is None
 
 
 @pytest.mark.parametrize("rule", ["total", "all_components", "max_rounds"])
@@ -387,23 +386,78 @@ def test_apply_stopping_rule_matches_should_stop_loop(rule, total):
         assert got_stop[it] == expected, (it, rule, total)
 
 
-def test_load_rounds_file_roundtrip_and_errors(tmp_path):
-    from medeval_kit.errors import DataFileError, SchemaError
+def test_read_rounds_roundtrip_and_errors(tmp_path):
+    from medeval_kit.errors import SchemaError
 
     df = HAND.assign(item=HAND["item"].map({"a": "1", "b": "2", "c": "3"}))  # numeric-looking ids
     df.to_csv(tmp_path / "r.csv", index=False)
-    back = R.load_rounds_file(tmp_path / "r.csv")
+    back = R.read_rounds(tmp_path / "r.csv")
     assert back["item"].tolist() == df["item"].tolist() and back["stop"].dtype == bool
     df.to_parquet(tmp_path / "r.parquet", index=False)
-    assert len(R.load_rounds_file(str(tmp_path / "r.parquet"))) == len(df)
+    assert len(R.read_rounds(str(tmp_path / "r.parquet"))) == len(df)
     df.assign(stop="maybe").to_csv(tmp_path / "bad.csv", index=False)
-    with pytest.raises(DataFileError, match="stop"):
-        R.load_rounds_file(tmp_path / "bad.csv")
-    df.drop(columns=["component"]).to_csv(tmp_path / "nocomp.csv", index=False)
-    with pytest.raises(SchemaError, match="component"):
-        R.load_rounds_file(tmp_path / "nocomp.csv")
+    with pytest.raises(SchemaError, match="stop.*not booleans"):
+        R.read_rounds(tmp_path / "bad.csv")
+    # your names, mapped once; errors name your column
+    df.rename(columns={"item": "case", "round": "step"}).to_csv(tmp_path / "yours.csv", index=False)
+    mine = R.read_rounds(tmp_path / "yours.csv", columns={"item": "case", "round": "step"})
+    pd.testing.assert_frame_equal(mine[back.columns], back)
+    with pytest.raises(SchemaError, match=r"\['iteration'\] not found"):
+        R.read_rounds(tmp_path / "yours.csv", columns={"item": "case", "round": "iteration"})
     tables = R.roundwise_tables(back, n_boot=50)
-    assert {"round_means", "stop_best", "paired_tests", "mixed_model", "stopping_rule_consistency"} <= set(tables)
+    assert {"round_means", "stop_best", "paired_tests", "mixed_model", "stopping_rule_consistency"} <= set(
+        tables.names())
+
+
+def test_old_reader_names_still_work_and_warn(tmp_path):
+    """Issue 24: one reader per table (read_rounds); user_rounds and load_rounds_file stay for one release."""
+    from medeval_kit.errors import DataFileError, SchemaError
+
+    df = HAND.assign(item=HAND["item"].map({"a": "1", "b": "2", "c": "3"}))
+    df.rename(columns={"item": "case"}).to_csv(tmp_path / "yours.csv", index=False)
+    with pytest.warns(DeprecationWarning, match="deprecated") as caught:
+        old = R.user_rounds(tmp_path / "yours.csv", item="case")
+    assert any("rounds.user_rounds is deprecated" in str(w.message) and "read_rounds" in str(w.message)
+               for w in caught)
+    pd.testing.assert_frame_equal(old, R.read_rounds(tmp_path / "yours.csv", columns={"item": "case"}))
+    assert "user_rounds" not in R.__all__ and "load_rounds_file" not in R.__all__
+    df.to_csv(tmp_path / "r.csv", index=False)
+    with pytest.warns(DeprecationWarning, match="load_rounds_file"):
+        assert R.load_rounds_file("") is None
+        assert R.load_rounds_file(tmp_path / "r.csv")["item"].tolist() == df["item"].tolist()
+        df.assign(stop="maybe").to_csv(tmp_path / "bad.csv", index=False)
+        with pytest.raises(DataFileError, match="stop"):
+            R.load_rounds_file(tmp_path / "bad.csv")
+        df.drop(columns=["component"]).to_csv(tmp_path / "nocomp.csv", index=False)
+        with pytest.raises(SchemaError, match="component"):
+            R.load_rounds_file(tmp_path / "nocomp.csv")
+    with pytest.raises(AttributeError):
+        R.no_such_name  # noqa: B018
+
+
+def test_roundwise_tables_is_one_result_object():
+    """Issue 24: one result object, not a dict; the old dict access works for one release, with a warning."""
+    from medeval_kit.results import RESULT_COLUMNS
+
+    res = R.roundwise_tables(HAND, n_boot=50)
+    frame = res.to_frame()
+    assert set(RESULT_COLUMNS) <= set(frame.columns) and frame.columns[0] == "table"
+    assert {"round_means", "paired_tests", "mixed_model"} <= set(frame["table"])
+    pd.testing.assert_frame_equal(res.round_means, res.tables["round_means"])
+    assert "round_means" in res.summary() and "<table" in res._repr_html_()
+    with pytest.warns(DeprecationWarning, match="dict access"):
+        pd.testing.assert_frame_equal(res["round_means"], res.round_means)
+    with pytest.warns(DeprecationWarning, match="dict access"):
+        assert dict(res.items()).keys() == res.tables.keys()
+
+
+def test_round_correlations_unit_and_the_old_level_keyword():
+    per = R.item_rounds(HAND).assign(question_length=lambda d: 100 - 3 * d["round"])
+    agg = R.round_correlations(per, "round", "question_length", unit="aggregated")
+    with pytest.warns(DeprecationWarning, match="unit="):
+        old = R.round_correlations(per, "round", "question_length", level="aggregated")
+    pd.testing.assert_frame_equal(old, agg)
+    assert set(agg["level"]) == {"aggregated"}
 
 
 # ----------------------------------------------------------------------------- registries, contract, best flags

@@ -176,20 +176,47 @@ def test_position_bias_failed_tokens_that_cover_every_verdict_are_an_error(tmp_p
 
 def test_position_bias_library_verdict_terms(tmp_path):
     d = _pb(ARENA).assign(judge="j", criterion="overall")
-    res = bias.position_bias(d, slot_verdict=None, verdict="verdict", verdict_terms="arena", n_boot=0)
-    want = bias.position_bias(_pb().assign(judge="j", criterion="overall"), slot_verdict=None, verdict="verdict",
-                               n_boot=0)
+    res = bias.position_bias(d, verdict_terms="arena", n_boot=0)  # no slot_verdict column: read from verdict
+    want = bias.position_bias(_pb().assign(judge="j", criterion="overall"), n_boot=0)
     pd.testing.assert_frame_equal(res, want)
     with pytest.raises(SchemaError, match="set verdict_terms to arena"):
-        bias.position_bias(d, slot_verdict=None, verdict="verdict", n_boot=0)
+        bias.position_bias(d, n_boot=0)
+    with pytest.raises(SchemaError, match="set verdict_terms to arena") as e:  # the error names your column
+        bias.position_bias(d.rename(columns={"verdict": "winner"}), n_boot=0, columns={"verdict": "winner"})
+    assert e.value.column == "winner"
+    with pytest.warns(DeprecationWarning, match=r"slot_verdict=None\) is deprecated"):  # the old "no such column"
+        old = bias.position_bias(d, slot_verdict=None, verdict="verdict", verdict_terms="arena", n_boot=0)
+    pd.testing.assert_frame_equal(old, res)
     p = _csv(tmp_path, _pb({"A": "a", "B": "b"}))
-    j = bias.user_judgments(p, verdict_terms="model-any-case")
+    j = bias.read_judgments(p, verdict_terms="model-any-case")
     assert list(j["verdict"]) == [r[2] for r in PB]
     with pytest.raises(SchemaError) as e:
-        bias.user_judgments(p)
+        bias.read_judgments(p)
     assert "set verdict_terms to model-any-case" in str(e.value) and "failed=" not in str(e.value)
     with pytest.raises(SchemaError, match="nothing"):
-        bias.user_judgments(p, verdict_terms="model-any-case", failed=["a", "b", "tie"])
+        bias.read_judgments(p, verdict_terms="model-any-case", failed=["a", "b", "tie"])
+
+
+def test_read_judgments_is_the_one_reader_and_the_old_names_warn(tmp_path):
+    """Issue 24: read_judgments(path, columns=...) does what user_judgments did; the old names work for one
+    release (user_judgments; read_judgments(path, text_columns=...), the raw file) with a warning."""
+    p = _csv(tmp_path, _pb().rename(columns={"item": "case", "verdict": "winner"}))
+    cols = {"item": "case", "verdict": "winner"}
+    j = bias.read_judgments(p, columns=cols)
+    assert {"item", "verdict", "slot_verdict", "parse_status", "protocol"} <= set(j.columns)
+    with pytest.warns(DeprecationWarning, match="deprecated") as caught:
+        old = bias.user_judgments(p, item="case", verdict="winner")
+    assert any("bias.user_judgments is deprecated" in str(w.message) for w in caught)
+    pd.testing.assert_frame_equal(old, j)
+    assert "user_judgments" not in bias.__all__
+    with pytest.warns(DeprecationWarning, match="text_columns"):
+        raw = bias.read_judgments(p, text_columns=["winner"])
+    assert list(raw.columns) == list(pd.read_csv(p).columns)
+    with pytest.warns(DeprecationWarning, match="default_protocol"):
+        assert set(bias.read_judgments(p, columns=cols, protocol="pairwise_mec")["protocol"]) == {"pairwise_mec"}
+    with pytest.raises(SchemaError, match=r"\['nope'\] not found") as e:
+        bias.read_judgments(p, columns={**cols, "judge": "nope"})
+    assert e.value.column == "nope"
 
 
 # --------------------------------------------------------------------------- one name, one meaning

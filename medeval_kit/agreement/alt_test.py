@@ -103,10 +103,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from medeval_kit.agreement.panel import PanelError, describe_raters, resolve_panel
+from medeval_kit.agreement.panel import PanelError, describe_raters, panel_of
 from medeval_kit.agreement.verdicts import SEP, join_reasons, label_gate
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import MedevalError, SchemaError
 from medeval_kit.results import RESULT_COLUMNS as CONTRACT
+from medeval_kit.results import Result
 
 __all__ = [
     "AltTestError",
@@ -161,15 +164,41 @@ _VERDICT_WORDS = {"pass": "PASSED", "fail": "FAILED", "inconclusive": "INCONCLUS
 
 
 class AltTestError(MedevalError, ValueError):
-    """Invalid alt-test parameters."""
+    """Invalid alt-test parameters.
+
+    Parameters
+    ----------
+    *args
+        The message.
+    """
 
 
 # --------------------------------------------------------------------------- result
 
 
 @dataclass(frozen=True)
-class AltTestResult:
-    """Alt-test outcome for every judge; ``details`` has one row per (judge, human)."""
+class AltTestResult(Result):
+    """Alt-test outcome for every judge; ``details`` has one row per (judge, human).
+
+    Attributes
+    ----------
+    results : DataFrame
+        One row per judge (:data:`RESULT_COLUMNS`; :meth:`to_frame` returns it).
+    details : DataFrame
+        One row per (judge, human) (:data:`DETAIL_COLUMNS`).
+    epsilon, q_fdr : float
+        The test's margin and false-discovery rate.
+    scoring : str
+        ``accuracy`` or ``neg_rmse``.
+    min_items_per_human, min_humans : int
+        The thresholds used.
+    humans, judges : tuple
+        Who was compared.
+    n_dropped : int
+        Human rows with an empty label.
+    scoring_reason : str
+        What ``scoring`` was used and why.
+    """
 
     results: pd.DataFrame = field(compare=False, repr=False)
     details: pd.DataFrame = field(compare=False, repr=False)
@@ -246,15 +275,14 @@ class AltTestResult:
 # --------------------------------------------------------------------------- procedure
 
 
+@shared_docs
+@takes_columns("item", "rater", "label", "rater_kind")
 def alt_test(
     df: pd.DataFrame,
     humans: Sequence | None = None,
     judges: Sequence | None = None,
     *,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
-    rater_kind: str | None = "rater_kind",
+    columns: Columns = None,
     epsilon: float = DEFAULT_EPSILON,
     scoring: str = "auto",
     q_fdr: float = DEFAULT_Q_FDR,
@@ -277,6 +305,45 @@ def alt_test(
     ``invalid`` unless ``accept_label_warnings=True``. See the module docstring for the procedure, the
     verdict, the defaults and where each comes from.
 
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (``item``, ``rater``, ``label`` [, ``rater_kind``]).
+    humans, judges : sequence, optional
+        The human raters and the judges; default from the ``rater_kind`` column (judges: every other rater).
+    {columns}
+    epsilon : float, default 0.2
+        The cost-benefit margin: the judge's advantage over a human needs only exceed ``-epsilon``
+        (0.2 experts, 0.15 skilled annotators, 0.1 crowd-workers).
+    scoring : {"auto", "accuracy", "neg_rmse"}, default "auto"
+        How a label is scored against the other humans' labels.
+    q_fdr : float, default 0.05
+        Benjamini-Yekutieli false-discovery rate over the humans.
+    min_items_per_human : int, default 30
+        Humans with fewer compared items are skipped (with the reason).
+    min_humans : int, default 2
+        Humans per item needed (the left-out human plus at least one other).
+    {source}
+    accept_label_warnings : bool, default False
+        Compute the verdict even though the label checks found problems.
+
+    Returns
+    -------
+    AltTestResult
+        ``.to_frame()``: one row per judge (:data:`RESULT_COLUMNS`: the result contract with the winning
+        rate as ``estimate``, the verdict and the test's extras); ``.details``: one row per (judge, human).
+
+    Raises
+    ------
+    AltTestError
+        Invalid parameters.
+    PanelError
+        Who is human cannot be told, or there is no judge.
+    SchemaError
+        A column is missing, a (item, rater) pair repeats, or mostly numeric labels hold a few non-numbers.
+
+    Examples
+    --------
     >>> rows = [(f"i{i}", h, "A" if (i + k) % 5 else "B") for i in range(40) for k, h in enumerate("xyz")]
     >>> rows += [(f"i{i}", "gpt", "A") for i in range(40)]
     >>> t = pd.DataFrame(rows, columns=["item", "rater", "label"])
@@ -285,12 +352,13 @@ def alt_test(
     [{'judge': 'gpt', 'estimate': 1.0, 'passed': True}]
     """
     eps, q = _check_params(epsilon, q_fdr, min_items_per_human, min_humans, scoring)
+    item, rater, label, rater_kind = "item", "rater", "label", "rater_kind"
     where = f"{source}: " if source else ""
     for c in (item, rater, label):
         if c not in df.columns:
             raise SchemaError("annotations", c, [], f"column {c!r} not found; columns: {list(df.columns)}", source)
-    humans, judges = resolve_panel(df, humans, judges, rater=rater, rater_kind=rater_kind,
-                                   min_humans=MIN_HUMANS_PER_ITEM, source=source)
+    humans, judges = panel_of(df, humans, judges, rater=rater, rater_kind=rater_kind,
+                              min_humans=MIN_HUMANS_PER_ITEM, source=source)
     if not judges:
         raise PanelError(f"{where}no judge to test: every rater is human; pass judges=[...] / --judges NAME ...")
 

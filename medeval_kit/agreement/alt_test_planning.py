@@ -154,7 +154,7 @@ def plan_alt_test(
     def run_alt(t, eps=epsilon):
         hum = sorted(t.loc[t["rater_kind"] == "human", "rater"].unique())
         return alt_test(t, hum, judges, epsilon=eps, q_fdr=q_fdr, min_items_per_human=min_items_per_human,
-                        rater_kind=None, scoring="accuracy", accept_label_warnings=True)
+                        scoring="accuracy", accept_label_warnings=True)
 
     def verdict(t, k):
         try:

@@ -18,9 +18,11 @@ from medeval_kit.agreement.consensus import abstain_codes, vote
 from medeval_kit.agreement.data import AgreementError, prepare
 from medeval_kit.agreement.engine import Stat, mean_stat, point, replicates
 from medeval_kit.agreement.forms import pair_stat
-from medeval_kit.agreement.panel import humans_from_kind, resolve_panel
+from medeval_kit.agreement.panel import humans_from_kind, panel_of
 from medeval_kit.agreement.result import AgreementResult, finish
 from medeval_kit.agreement.verdicts import join_reasons, noninferiority_rule, noninferiority_verdict
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.results import result_frame
 from medeval_kit.stats import interval
 
@@ -63,16 +65,16 @@ def ceiling_stats(codes, K, hidx, humans, metric, form, rule, tie_policy, seed) 
     return stats, rows
 
 
+@shared_docs
+@takes_columns("item", "rater", "label", "rater_kind")
 def human_ceiling(
     df: pd.DataFrame,
     humans: Sequence[str] | None = None,
     *,
+    columns: Columns = None,
     metric: str = "cohen_kappa",
     form: str = "loo",
-    item="item",
-    rater="rater",
-    label="label",
-    categories=None,
+    categories: Sequence | None = None,
     rule: str = "plurality",
     tie_policy: str = "na",
     abstain: Sequence = (),
@@ -86,11 +88,52 @@ def human_ceiling(
     ``form="loo"``: each human against the majority of the *other* humans, averaged (MedQADE's
     leave-one-out ceiling); items where the others tie are skipped for that human (``tie_policy``).
     ``form="pairwise"``: the mean over all human pairs. One item bootstrap moves every component
-    together. ``details`` holds the per-human (or per-pair) values.
+    together.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (``item``, ``rater``, ``label`` [, ``rater_kind``]).
+    humans : sequence of str, optional
+        The human raters; default those whose ``rater_kind`` is ``human``.
+    {columns}
+    metric : str, default "cohen_kappa"
+        A pairwise registered coefficient.
+    form : {"loo", "pairwise"}, default "loo"
+        Each human against the majority of the others (at least 3 humans), or the mean over human pairs.
+    categories : sequence, optional
+        The declared labels.
+    rule : {"plurality", "strict"}, default "plurality"
+        Voting rule of the others' majority.
+    tie_policy : {"na", "first", "random"}, default "na"
+        What a tie among the others gives (``"na"``: the item is skipped for that human).
+    abstain : sequence, default ()
+        Labels that are not votes.
+    {n_boot}
+    {confidence}
+    {ci_method}
+    {seed}
+
+    Returns
+    -------
+    AgreementResult
+        The ceiling (metric ``ceiling_<form>_<metric>``) with its CI; ``details`` holds the per-human
+        (or per-pair) values.
+
+    Raises
+    ------
+    AgreementError
+        Too few humans for ``form``; an unknown ``form``.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_panel
+    >>> human_ceiling(synthetic_panel(n_items=40, seed=1), n_boot=0).metric
+    'ceiling_loo_cohen_kappa'
     """
     if humans is None:
-        humans = humans_from_kind(df, rater)
-    data = prepare(df, item=item, rater=rater, label=label, raters=list(humans), categories=categories)
+        humans = humans_from_kind(df, "rater")
+    data = prepare(df, raters=list(humans), categories=categories)
     need = 3 if form == "loo" else 2
     if len(humans) < need:
         raise AgreementError(f"the {form} ceiling needs at least {need} humans; got {list(humans)}")
@@ -133,17 +176,17 @@ def _judge_row(j, st, est, reps, c, confidence, n_boot, margin) -> dict:
     return row
 
 
+@shared_docs
+@takes_columns("item", "rater", "label", "rater_kind")
 def judge_vs_ceiling(
     df: pd.DataFrame,
     humans: Sequence[str] | None = None,
     judges: Sequence[str] | None = None,
     *,
+    columns: Columns = None,
     metric: str = "cohen_kappa",
     form: str = "loo",
-    item="item",
-    rater="rater",
-    label="label",
-    categories=None,
+    categories: Sequence | None = None,
     rule: str = "plurality",
     tie_policy: str = "na",
     abstain: Sequence = (),
@@ -163,13 +206,53 @@ def judge_vs_ceiling(
     where those others agree. The references differ, so Δ is biased: in a simulation with
     equally noisy judges and humans (3 humans) the judges come out significantly worse, and with
     ``form="pairwise"`` significantly better (``benchmarks/bench_judge_validation.py`` shows it).
-    Returns one row for the ceiling and one per judge in the result contract, with ``delta`` and
-    its paired-bootstrap CI, two-sided ``p_value`` and ``ci_overlap`` (MedQADE's rule).
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (``item``, ``rater``, ``label`` [, ``rater_kind``]).
+    humans, judges : sequence of str, optional
+        The human raters and the judges; default from the ``rater_kind`` column (judges: every other rater).
+    {columns}
+    metric : str, default "cohen_kappa"
+        A pairwise registered coefficient.
+    form : {"loo", "pairwise"}, default "loo"
+        The human ceiling's form (:func:`human_ceiling`).
+    categories : sequence, optional
+        The declared labels.
+    rule : {"plurality", "strict"}, default "plurality"
+        Voting rule of the humans' majority.
+    tie_policy : {"na", "first", "random"}, default "na"
+        What a tied majority gives.
+    abstain : sequence, default ()
+        Labels that are not votes.
+    reference : str, optional
+        A single reference rater (e.g. an adjudicated expert) instead of the humans' majority.
+    n_boot : int, default 1000
+        Item-bootstrap resamples (paired for ``delta``); ``0``: no CI and no test.
+    {confidence}
+    {seed}
+    margin : float, default 0.05
+        Non-inferiority margin of the verdict.
+
+    Returns
+    -------
+    DataFrame
+        One row for the ceiling and one per judge: ``role, rater, metric``, the result contract,
+        ``delta`` with its paired-bootstrap CI, two-sided ``p_value``, ``ci_overlap`` (MedQADE's rule),
+        the verdict (``status, rule, reasons, noninferior, p_noninferiority``), ``ceiling_form`` and ``reference``.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_panel
+    >>> t = judge_vs_ceiling(synthetic_panel(n_items=40, seed=1), n_boot=0)
+    >>> list(t["role"])
+    ['ceiling', 'judge']
     """
     if humans is None and reference is not None:
         humans = [reference]
-    humans, judges = resolve_panel(df, humans, judges, rater=rater, min_humans=1)
-    data = prepare(df, item=item, rater=rater, label=label, raters=humans + judges, categories=categories)
+    humans, judges = panel_of(df, humans, judges, min_humans=1)
+    data = prepare(df, raters=humans + judges, categories=categories)
     codes = abstain_codes(data, abstain)
     ceiling = None
     if reference is not None or len(humans) == 1:
@@ -200,11 +283,10 @@ def judge_vs_ceiling(
     return out
 
 
-def medqade_comparison(df, humans, judges, *, metric, item, rater, label, categories, rule, tie_policy, abstain,
+def medqade_comparison(df, humans, judges, *, metric, categories, rule, tie_policy, abstain,
                        margin, n_boot, confidence, seed) -> JudgeComparison:
     """The MedQADE design in the common table layout (see :func:`judge_vs_ceiling`)."""
-    t = judge_vs_ceiling(df, humans, judges, metric=metric, form="loo", item=item, rater=rater, label=label,
-                         categories=categories, rule=rule, tie_policy=tie_policy, abstain=abstain, n_boot=n_boot,
+    t = judge_vs_ceiling(df, humans, judges, metric=metric, form="loo", categories=categories, rule=rule, tie_policy=tie_policy, abstain=abstain, n_boot=n_boot,
                          confidence=confidence, seed=seed, margin=margin)
     t = t.assign(role=t["role"].replace({"ceiling": "humans"}), design="medqade", n_pairs=t["n_items"],
                  n_humans=len(humans), n_ties=np.nan, margin=margin, note=MEDQADE_BIAS)

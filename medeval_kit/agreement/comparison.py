@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from medeval_kit.results import Result
+
 __all__ = ["JudgeComparison", "COLUMNS", "KEYS", "as_comparison_table", "paired_p_values"]
 
 KEYS = ["role", "rater", "design", "metric"]
@@ -44,8 +46,27 @@ def paired_p_values(d: np.ndarray, margin: float) -> dict:
 
 
 @dataclass(frozen=True)
-class JudgeComparison:
-    """Judges against the humans under one design: ``table`` (one row per side), ``details`` per human."""
+class JudgeComparison(Result):
+    """Judges against the humans under one design: ``table`` (one row per side), ``details`` per human.
+
+    Attributes
+    ----------
+    table : DataFrame
+        One ``humans`` row and one ``judge`` row per judge (:data:`COLUMNS`: keys, the result contract,
+        ``delta`` with its CI, p-values and the verdict).
+    details : DataFrame
+        Per human (leave-one-out) or per pool: the components of the humans' level.
+    design : str
+        ``loo``, ``pooled`` or ``medqade``.
+    metric : str
+        The coefficient.
+    ci_method : str
+        How the intervals were made.
+    humans, judges : tuple
+        Who was compared.
+    design_note : str
+        Which aggregation the design used and why.
+    """
 
     table: pd.DataFrame
     details: pd.DataFrame = field(repr=False)

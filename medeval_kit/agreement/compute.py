@@ -1,5 +1,6 @@
-""":func:`agreement` computes any registered coefficient by name; one public function per coefficient reads
-the registry (``agreement.cohen_kappa`` ...), plus :func:`icc` and :func:`fleiss_kappa_by_category`."""
+""":func:`agreement` computes any registered coefficient by name, plus :func:`icc` and
+:func:`fleiss_kappa_by_category`; the per-coefficient functions (``agreement.cohen_kappa`` ...) are in
+:mod:`medeval_kit.agreement.functions` (generated from the registry, each a call of :func:`agreement`)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,42 @@ from medeval_kit.agreement.icc import icc_forms, icc_stat
 from medeval_kit.agreement.registry import Coefficient, Options
 from medeval_kit.agreement.result import AgreementResult, check_ci, finish
 from medeval_kit.agreement.weights import check_marginals, check_weight_basis, is_unweighted, weights_for
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.stats import MIN_CI_ITEMS, ci_not_computed
 
 __all__ = ["agreement", "agreement_many", "build", "effective_weights", "public_function", "icc",
-           "fleiss_kappa_by_category", "ci_rule", "finish_with_rules"]
+           "fleiss_kappa_by_category", "ci_rule", "finish_with_rules", "PARAMETER_DOCS"]
+
+PARAMETER_DOCS: dict[str, str] = {
+    "df": """\
+df : DataFrame
+    Long annotations: one row per (item, rater) with its ``label`` (columns ``item``, ``rater``,
+    ``label``; yours through ``columns``).""",
+    "raters": """\
+raters : sequence, optional
+    The raters to use, in this order (reference-based coefficients score ``raters[1]`` against
+    ``raters[0]``); default every rater, sorted.""",
+    "categories": """\
+categories : sequence, optional
+    The declared labels, in order for ordinal data; default the labels seen.""",
+    "level": """\
+level : {"nominal", "ordinal", "interval", "ratio"}, optional
+    Measurement level of the labels; default the coefficient's own (ordinal for linear/quadratic weights).""",
+    "weights": """\
+weights : {None, "linear", "quadratic"} or ndarray, optional
+    Agreement weights of the chance-corrected coefficients and percent agreement: none, linear,
+    quadratic, or a K x K matrix in ``categories`` order (symmetric, 1 on the diagonal, entries in [0, 1]).""",
+    "weight_basis": """\
+weight_basis : {"auto", "values", "positions"}, default "auto"
+    What linear/quadratic distances measure: the category values (irrCAC), the ranks 0..K-1
+    (sklearn), or the values when every label is a number, else the ranks.""",
+    "fleiss_marginals": """\
+fleiss_marginals : {"per_item", "pooled"}, default "per_item"
+    Chance term of Fleiss' kappa and many-rater Scott's pi: per-item category shares averaged over
+    items (Gwet 2014, irrCAC), or category counts pooled over items with two or more labels.""",
+}
+"""The agreement-specific parameter texts, shared by :func:`agreement` and the per-coefficient functions."""
 
 
 def effective_weights(coef: Coefficient, weights):
@@ -126,13 +159,13 @@ def _result_name(coef: Coefficient, weights) -> str:
     return f"{coef.name}_{w}" if isinstance(w, str) else f"{coef.name}_custom"
 
 
+@shared_docs
+@takes_columns("item", "rater", "label")
 def agreement(
     df: pd.DataFrame,
     metric: str = "cohen_kappa",
     *,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
+    columns: Columns = None,
     raters: Sequence | None = None,
     categories: Sequence | None = None,
     level: str | None = None,
@@ -157,26 +190,64 @@ def agreement(
     or large-sample CI is computed from fewer than 10 items (:data:`~medeval_kit.stats.MIN_CI_ITEMS`; see
     :func:`ci_rule`).
 
-    ``weights`` (chance-corrected coefficients, percent agreement): None, ``"linear"``,
-    ``"quadratic"`` or a K x K agreement-weight matrix in ``categories`` order (symmetric, 1 on the
-    diagonal, entries in [0, 1]). ``weight_basis`` says what linear/quadratic distances measure:
-    ``"values"`` uses the category values (irrCAC, and Krippendorff's interval alpha),
-    ``"positions"`` the ranks 0..K-1 (sklearn's ``cohen_kappa_score``), and ``"auto"`` (default)
-    the values when every label is a number, else positions. The two agree on evenly spaced
-    scores such as 1..5; on a scale like (1, 2, 5) values give 1 -> 2 more credit than 2 -> 5.
-    The default follows the labels' own meaning; pass ``"positions"`` for arbitrary numeric codes.
+    ``weight_basis`` matters only for linear/quadratic weights: ``"values"`` and ``"positions"`` agree
+    on evenly spaced scores such as 1..5; on a scale like (1, 2, 5) values give 1 -> 2 more credit than
+    2 -> 5. The default follows the labels' own meaning; pass ``"positions"`` for arbitrary numeric codes.
+    ``fleiss_marginals`` differs between its two conventions only when items carry different numbers of labels.
 
-    ``fleiss_marginals`` (Fleiss' kappa, many-rater Scott's pi): ``"per_item"`` (default) takes
-    the chance term from per-item category shares averaged over items, as Gwet (2014) and R's
-    irrCAC do; ``"pooled"`` pools category counts over items with two or more labels. They differ
-    only when items carry different numbers of labels.
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations: one row per (item, rater) with its ``label`` (columns ``item``, ``rater``,
+        ``label``; yours through ``columns``).
+    metric : str, default "cohen_kappa"
+        A registered coefficient (:data:`METRICS`, including plugins' and the ICC forms).
+    {columns}
+    raters : sequence, optional
+        The raters to use, in this order (reference-based coefficients score ``raters[1]`` against
+        ``raters[0]``); default every rater, sorted.
+    categories : sequence, optional
+        The declared labels, in order for ordinal data; default the labels seen.
+    level : {"nominal", "ordinal", "interval", "ratio"}, optional
+        Measurement level of the labels; default the coefficient's own (ordinal for linear/quadratic weights).
+    weights : {None, "linear", "quadratic"} or ndarray, optional
+        Agreement weights of the chance-corrected coefficients and percent agreement: none, linear,
+        quadratic, or a K x K matrix in ``categories`` order (symmetric, 1 on the diagonal, entries in [0, 1]).
+    weight_basis : {"auto", "values", "positions"}, default "auto"
+        What linear/quadratic distances measure: the category values (irrCAC), the ranks 0..K-1
+        (sklearn), or the values when every label is a number, else the ranks.
+    fleiss_marginals : {"per_item", "pooled"}, default "per_item"
+        Chance term of Fleiss' kappa and many-rater Scott's pi: per-item category shares averaged over
+        items (Gwet 2014, irrCAC), or category counts pooled over items with two or more labels.
+    {n_boot}
+    {confidence}
+    {ci_method}
+    {seed}
+    {source}
 
+    Returns
+    -------
+    AgreementResult
+        The estimate, its interval and denominators; ``.to_frame()`` is one row of the result contract
+        (``metric, estimate, ci_low, ci_high, ci_method, n_items, n_failed, note, n_raters, n_missing,
+        raters, level``).
+
+    Raises
+    ------
+    AgreementError
+        An unknown metric, a design the coefficient cannot take (e.g. one rater), unknown labels.
+
+    Examples
+    --------
     >>> import pandas as pd
     >>> a = pd.DataFrame({"item": list("112233"), "rater": ["x", "y"] * 3, "label": list("AAABBB")})
     >>> agreement(a, "percent_agreement", n_boot=0).estimate
     0.6666666666666666
+    >>> b = a.rename(columns={"item": "case_id"})
+    >>> agreement(b, "percent_agreement", n_boot=0, columns={"item": "case_id"}).estimate
+    0.6666666666666666
     """
-    res = agreement_many(df, [metric], item=item, rater=rater, label=label, raters=raters, categories=categories,
+    res = agreement_many(df, [metric], raters=raters, categories=categories,
                          levels=[level], weights=[weights], weight_basis=weight_basis,
                          fleiss_marginals=fleiss_marginals, n_boot=n_boot, confidence=confidence,
                          ci_method=ci_method, seed=seed, source=source)[0]
@@ -271,12 +342,12 @@ def _shared_replicates(stats: list[Stat], *, n_boot: int, confidence: float, ci_
 
 @functools.cache
 def _public(name: str) -> Callable[..., AgreementResult]:
-    def f(df, *, item="item", rater="rater", label="label", raters=None, categories=None, level=None,
-          weights=None, weight_basis="auto", fleiss_marginals="per_item", n_boot=1000, confidence=0.95,
-          ci_method="percentile", seed=0, source=None):
-        return agreement(df, name, item=item, rater=rater, label=label, raters=raters, categories=categories,
-                         level=level, weights=weights, weight_basis=weight_basis, fleiss_marginals=fleiss_marginals,
-                         n_boot=n_boot, confidence=confidence, ci_method=ci_method, seed=seed, source=source)
+    @takes_columns("item", "rater", "label")
+    def f(df, *, columns=None, raters=None, categories=None, level=None, weights=None, weight_basis="auto",
+          fleiss_marginals="per_item", n_boot=1000, confidence=0.95, ci_method="percentile", seed=0, source=None):
+        return agreement(df, name, raters=raters, categories=categories, level=level, weights=weights,
+                         weight_basis=weight_basis, fleiss_marginals=fleiss_marginals, n_boot=n_boot,
+                         confidence=confidence, ci_method=ci_method, seed=seed, source=source)
 
     f.__name__ = f.__qualname__ = name
     f.__module__ = "medeval_kit.agreement"
@@ -286,32 +357,80 @@ def _public(name: str) -> Callable[..., AgreementResult]:
 
 
 def public_function(name: str) -> Callable[..., AgreementResult]:
-    """``agreement.<name>(df, ...)``: :func:`agreement` with ``metric=name`` for a registered coefficient."""
+    """``agreement.<name>(df, ...)`` for a coefficient registered after import (a plugin's, a test's).
+
+    The built-in coefficients are real functions (:mod:`medeval_kit.agreement.functions`); this serves
+    the others through ``agreement.__getattr__``.
+
+    Parameters
+    ----------
+    name : str
+        A registered coefficient.
+
+    Returns
+    -------
+    callable
+        :func:`agreement` with ``metric=name`` and the same keywords.
+    """
     registry.get(name)
     return _public(name)
 
 
-def icc(df, *, form="icc2", item="item", rater="rater", label="label", raters=None, n_boot=1000,
-        confidence=0.95, ci_method="analytic", seed=0) -> AgreementResult:
+@shared_docs
+@takes_columns("item", "rater", "label")
+def icc(df: pd.DataFrame, *, form: str = "icc2", columns: Columns = None, raters: Sequence | None = None,
+        n_boot: int = 1000, confidence: float = 0.95, ci_method: str = "analytic", seed: int = 0) -> AgreementResult:
     """Intraclass correlation in the Shrout & Fleiss (1979) forms.
 
-    ``form``: ``icc1`` (one-way random), ``icc2`` (two-way random, absolute agreement),
-    ``icc3`` (two-way mixed, consistency), and their average-measure versions ``icc1k``,
-    ``icc2k``, ``icc3k``. Analytic F intervals by default; items missing a rater are dropped
-    (counted in ``n_failed``).
+    Analytic F intervals by default; items missing a rater are dropped (counted in ``n_failed``).
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations with numeric labels: one row per (item, rater) (columns ``item``, ``rater``,
+        ``label``; yours through ``columns``).
+    form : {"icc1", "icc2", "icc3", "icc1k", "icc2k", "icc3k"}, default "icc2"
+        ``icc1`` one-way random, ``icc2`` two-way random (absolute agreement), ``icc3`` two-way mixed
+        (consistency); the ``k`` forms are their average-measure versions.
+    {columns}
+    raters : sequence, optional
+        The raters to use; default every rater.
+    {n_boot}
+    {confidence}
+    ci_method : {"analytic", "percentile", "bca"}, default "analytic"
+        The exact F interval, or an item-bootstrap interval.
+    {seed}
+
+    Returns
+    -------
+    AgreementResult
+        The ICC with its interval; ``.to_frame()`` is one result-contract row.
+
+    Raises
+    ------
+    AgreementError
+        An unknown ``form``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"item": [1, 1, 2, 2, 3, 3, 4, 4], "rater": ["a", "b"] * 4,
+    ...                   "label": [1.0, 1.5, 2.0, 2.5, 3.0, 2.5, 4.0, 4.5]})
+    >>> round(icc(t, form="icc3").estimate, 3)
+    0.923
     """
     if form not in icc_forms():
         raise AgreementError(f"form must be one of {tuple(icc_forms())}; not {form!r}")
-    return agreement(df, form, item=item, rater=rater, label=label, raters=raters, level="interval",
-                     n_boot=n_boot, confidence=confidence, ci_method=ci_method, seed=seed)
+    return agreement(df, form, raters=raters, level="interval", n_boot=n_boot, confidence=confidence,
+                     ci_method=ci_method, seed=seed)
 
 
+@shared_docs
+@takes_columns("item", "rater", "label")
 def fleiss_kappa_by_category(
     df: pd.DataFrame,
     *,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
+    columns: Columns = None,
     raters: Sequence | None = None,
     categories: Sequence | None = None,
     fleiss_marginals: str = "per_item",
@@ -320,14 +439,49 @@ def fleiss_kappa_by_category(
     ci_method: str = "percentile",
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Fleiss' (1971) kappa_j for each category: category + the result contract columns.
+    """Fleiss' (1971) kappa_j for each category.
 
     kappa_j is Fleiss' kappa of the labels collapsed to "j" versus "not j" (Fleiss 1971, his
     kappa_j); with unequal labels per item the share p_j follows ``fleiss_marginals`` as in
     :func:`fleiss_kappa`. A category nobody used, or the only one used, gives NaN with a note.
     All categories share one set of item resamples (seeded), so their CIs are paired.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations: one row per (item, rater) with its ``label`` (columns ``item``, ``rater``,
+        ``label``; yours through ``columns``).
+    {columns}
+    raters : sequence, optional
+        The raters to use (at least two); default every rater.
+    categories : sequence, optional
+        The declared labels; default the labels seen.
+    fleiss_marginals : {"per_item", "pooled"}, default "per_item"
+        Chance term: per-item category shares averaged over items, or pooled category counts.
+    {n_boot}
+    {confidence}
+    {ci_method}
+    {seed}
+
+    Returns
+    -------
+    DataFrame
+        One row per category: ``category`` and the result contract (``estimate, ci_low, ci_high,
+        ci_method, n_items, n_failed, note``).
+
+    Raises
+    ------
+    AgreementError
+        Fewer than two raters.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_panel
+    >>> t = fleiss_kappa_by_category(synthetic_panel(n_items=40, seed=1), n_boot=0)
+    >>> list(t["category"])
+    ['A', 'B', 'tie']
     """
-    data = prepare(df, item=item, rater=rater, label=label, raters=raters, categories=categories)
+    data = prepare(df, raters=raters, categories=categories)
     if len(data.raters) < 2:
         raise AgreementError(f"fleiss_kappa_by_category needs at least two raters; got {data.raters}")
     stats = category_kappa_stats(data.codes, data.K, fleiss_marginals)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -12,6 +13,9 @@ from medeval_kit.agreement.data import AgreementError, Data, count_matrix, prepa
 from medeval_kit.agreement.engine import point, replicates
 from medeval_kit.agreement.forms import pair_stat
 from medeval_kit.agreement.panel import humans_from_kind
+from medeval_kit.columns import Columns, apply_columns, takes_columns
+from medeval_kit.docstrings import shared_docs
+from medeval_kit.results import RESULT_COLUMNS
 from medeval_kit.stats import interval
 
 __all__ = ["RULES", "TIE_POLICIES", "vote", "abstain_codes", "majority_vote", "ensembles"]
@@ -60,29 +64,79 @@ def abstain_codes(data: Data, abstain) -> np.ndarray:
     return codes
 
 
+_VOTE_COLUMNS = ("item", "rater", "label")
+
+
 def majority_vote(
     df: pd.DataFrame,
     *,
-    item="item",
-    rater="rater",
-    label="label",
-    raters=None,
-    categories=None,
+    columns: Columns = None,
+    raters: Sequence | None = None,
+    categories: Sequence | None = None,
     rule: str = "plurality",
     tie_policy: str = "na",
     abstain: Sequence = (),
     seed: int = 0,
     name: str = "consensus",
+    **kw,
 ) -> pd.DataFrame:
-    """Consensus label per item by majority vote.
+    """Consensus label per item by majority vote: a new rater ``name`` in annotations form.
 
-    ``abstain`` labels (and NA) are dropped before counting. ``rule="plurality"`` takes the most
-    frequent label; ``"strict"`` also needs more than half of the votes cast. ``tie_policy``:
-    ``"na"`` (no consensus), ``"first"`` (first tied label in category order) or ``"random"``
-    (seeded). Returns item, rater (= ``name``), label, n_votes, n_top, status
-    (majority / tie / no_majority / no_votes); rows without consensus have label NA.
+    ``abstain`` labels (and NA) are dropped before counting.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (``item``, ``rater``, ``label``).
+    columns : mapping of str to str, optional
+        Your column names as ``{canonical name: your column}``, e.g. ``{"item": "case_id"}``; the result
+        uses the canonical names.
+    raters : sequence, optional
+        The raters who vote; default every rater.
+    categories : sequence, optional
+        The declared labels, in order (``tie_policy="first"`` takes the first tied one).
+    rule : {"plurality", "strict"}, default "plurality"
+        The most frequent label, or (``"strict"``) only one with more than half of the votes cast.
+    tie_policy : {"na", "first", "random"}, default "na"
+        A tie gives no consensus, the first tied label in category order, or a seeded random one.
+    abstain : sequence, default ()
+        Labels that are not votes (e.g. ``"inconsistent"``).
+    seed : int, default 0
+        Random seed of ``tie_policy="random"``.
+    name : str, default "consensus"
+        The consensus rater's name.
+    **kw
+        Deprecated: the old per-column keywords ``item``, ``rater``, ``label`` (use ``columns``). For
+        this release the result then keeps those names, as before.
+
+    Returns
+    -------
+    DataFrame
+        ``item, rater`` (= ``name``), ``label`` (NA without consensus), ``n_votes, n_top`` and ``status``
+        (majority / tie / no_majority / no_votes, ``tie_<policy>`` when a tie was broken).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> t = pd.DataFrame({"item": [1, 1, 1, 2, 2], "rater": list("abcab"), "label": list("xxyxy")})
+    >>> majority_vote(t)[["item", "status"]].values.tolist()
+    [[1, 'majority'], [2, 'tie']]
     """
-    data = prepare(df, item=item, rater=rater, label=label, raters=raters, categories=categories)
+    old = {r: kw.pop(r) for r in _VOTE_COLUMNS if r in kw}
+    if kw:
+        raise TypeError(f"majority_vote() got unexpected keyword arguments {sorted(kw)}")
+    renamed = {r: v for r, v in old.items() if v != r}
+    if renamed:  # the old way: take just these columns (a canonical namesake may sit beside them), answer in them
+        warnings.warn(f"majority_vote({', '.join(f'{k}={v!r}' for k, v in renamed.items())}) is deprecated; "
+                      f"pass columns={renamed!r}", DeprecationWarning, stacklevel=2)
+        keep = {renamed.get(r, r): r for r in _VOTE_COLUMNS}
+        out = majority_vote(df[list(keep)].rename(columns=keep), columns=columns, raters=raters,
+                            categories=categories, rule=rule, tie_policy=tie_policy, abstain=abstain, seed=seed,
+                            name=name)
+        return out.rename(columns=renamed)
+    df = apply_columns(df, columns, _VOTE_COLUMNS, where="majority_vote(df=...)")
+    item, rater, label = _VOTE_COLUMNS
+    data = prepare(df, raters=raters, categories=categories)
     codes = abstain_codes(data, abstain)
     out, n, top = vote(codes, data.K, rule, tie_policy, np.random.default_rng(seed))
     N = count_matrix(codes, data.K)
@@ -94,22 +148,25 @@ def majority_vote(
                          "n_top": top.astype(int), "status": status})
 
 
+majority_vote.__medeval_columns__ = _VOTE_COLUMNS  # what @takes_columns declares (column_roles)
+
+
 def _sizes(sizes, J: int) -> list[int]:
     return [s for s in range(1, J + 1) if s % 2 == 1] if sizes == "odd" else list(sizes)
 
 
+@shared_docs
+@takes_columns("item", "rater", "label", "rater_kind")
 def ensembles(
     df: pd.DataFrame,
     judges: Sequence[str] | None = None,
     humans: Sequence[str] | None = None,
     *,
+    columns: Columns = None,
     reference: str | None = None,
     metrics: Sequence[str] = ("percent_agreement", "cohen_kappa", "pabak"),
     sizes: str | Sequence[int] = "odd",
-    item="item",
-    rater="rater",
-    label="label",
-    categories=None,
+    categories: Sequence | None = None,
     rule: str = "plurality",
     tie_policy: str = "na",
     abstain: Sequence = (),
@@ -119,19 +176,60 @@ def ensembles(
 ) -> pd.DataFrame:
     """Every majority-vote ensemble of judges (odd sizes by default) scored against the reference.
 
-    The reference is the majority of ``humans`` or the single rater ``reference``. With 9 judges
-    the odd sizes give 9 + 84 + 126 + 36 + 1 = 256 ensembles. Items where an ensemble ties are
-    left out for that ensemble (``tie_policy="na"``) and counted in ``n_items``.
-    Returns one row per ensemble: members, size, one column per metric (+ ``_ci_low``/``_ci_high``
-    when ``n_boot`` > 0), n_items, sorted best first by the second metric.
+    With 9 judges the odd sizes give 9 + 84 + 126 + 36 + 1 = 256 ensembles. Items where an ensemble
+    ties are left out for that ensemble (``tie_policy="na"``) and not counted in ``n_items``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (``item``, ``rater``, ``label`` [, ``rater_kind``]).
+    judges : sequence of str, optional
+        The judges to combine; default the raters whose ``rater_kind`` is ``llm``.
+    humans : sequence of str, optional
+        The humans whose majority is the reference; default ``[reference]``, else the ``rater_kind`` humans.
+    {columns}
+    reference : str, optional
+        A single reference rater instead of the humans' majority.
+    metrics : sequence of str, default ("percent_agreement", "cohen_kappa", "pabak")
+        Pairwise coefficients; the ensembles are sorted best first by the second (``estimate``).
+    sizes : "odd" or sequence of int, default "odd"
+        Ensemble sizes.
+    categories : sequence, optional
+        The declared labels.
+    rule : {"plurality", "strict"}, default "plurality"
+        The voting rule of :func:`majority_vote`.
+    tie_policy : {"na", "first", "random"}, default "na"
+        What a tied vote gives, as in :func:`majority_vote`.
+    abstain : sequence, default ()
+        Labels that are not votes.
+    n_boot : int, default 1000
+        Item-bootstrap resamples for the CIs; ``0``: no CI.
+    {confidence}
+    {seed}
+
+    Returns
+    -------
+    DataFrame
+        One row per ensemble, best first: ``members, size``, the result contract for the ranking metric
+        (the second of ``metrics``: ``estimate, ci_low, ci_high, ci_method, n_items, n_failed, note``),
+        ``metric`` (its name), then one column per metric with ``<metric>_ci_low`` / ``<metric>_ci_high``
+        when ``n_boot`` > 0.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_panel
+    >>> t = ensembles(synthetic_panel(n_items=40, n_judges=3, seed=1), n_boot=0)
+    >>> sorted(t["size"])
+    [1, 1, 1, 3]
     """
+    rater = "rater"
     if judges is None:
         judges = sorted(df.loc[df["rater_kind"] == "llm", rater].unique(), key=str)
     judges = list(judges)
     if humans is None:
         humans = [reference] if reference else humans_from_kind(df, rater)
     humans = list(humans)
-    data = prepare(df, item=item, rater=rater, label=label, raters=humans + judges, categories=categories)
+    data = prepare(df, raters=humans + judges, categories=categories)
     codes = abstain_codes(data, abstain)
     rng = np.random.default_rng(seed)
     ref = codes[:, 0] if len(humans) == 1 else vote(codes[:, : len(humans)], data.K, rule, tie_policy, rng)[0]
@@ -154,4 +252,16 @@ def ensembles(
             out[f"{m}_ci_low"] = [c[0] for c in cis]
             out[f"{m}_ci_high"] = [c[1] for c in cis]
     key = metrics[1] if len(metrics) > 1 else metrics[0]
+    if out.empty:
+        return pd.DataFrame(columns=["members", "size", *RESULT_COLUMNS, "metric", *metrics])
+    k = list(metrics).index(key)
+    out.insert(2, "estimate", out[key])
+    out.insert(3, "ci_low", out[f"{key}_ci_low"] if n_boot else _NAN)
+    out.insert(4, "ci_high", out[f"{key}_ci_high"] if n_boot else _NAN)
+    out.insert(5, "ci_method", f"bootstrap percentile over items (B={n_boot}, seed={seed})" if n_boot else "")
+    out = out[[c for c in out.columns if c != "n_items"]]
+    out.insert(6, "n_items", [sts[k].n_items for sts in stats])
+    out.insert(7, "n_failed", 0)
+    out.insert(8, "note", ["" if np.isfinite(e) else "undefined on this ensemble's items" for e in out["estimate"]])
+    out.insert(9, "metric", key)
     return out.sort_values([key, "size"], ascending=[False, True], kind="stable").reset_index(drop=True)

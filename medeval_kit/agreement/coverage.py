@@ -9,6 +9,7 @@ import pandas as pd
 
 from medeval_kit.agreement.data import AgreementError
 from medeval_kit.agreement.designs import DESIGNS, judge_vs_humans
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.results import result_frame
 from medeval_kit.stats import wilson_interval
 
@@ -29,6 +30,7 @@ def _covered(t: pd.DataFrame, metric: str, design: str, n_boot: int, confidence:
             if np.isfinite(j.delta_ci_low)]
 
 
+@shared_docs
 def equal_noise_coverage(
     n_reps: int = 200,
     *,
@@ -47,10 +49,48 @@ def equal_noise_coverage(
 
     Each replication draws :func:`~medeval_kit.datasets.synthetic.synthetic_panel` for each panel
     shape (``dense3``: 3 humans; ``two``: 2 humans; ``sparse``: 60 humans, 2-4 per item) and runs
-    every design on the same table. Returns one row per (panel, design) in the result contract:
-    ``estimate`` = coverage with its Wilson CI, ``n_items`` = (replication, judge) pairs where Δ had a
-    CI (``n_failed`` the others), plus n_reps, n_covered, mean Δ, the rejection rate of H0: Δ = 0 at
-    1 − ``confidence`` and the simulation's items_per_panel, kappa and n_boot.
+    every design on the same table.
+
+    Parameters
+    ----------
+    n_reps : int, default 200
+        Simulated panels per shape.
+    panels : sequence of str, default ("dense3", "two", "sparse")
+        Panel shapes.
+    designs : sequence of str, default ("loo", "pooled", "medqade")
+        Designs of :func:`~medeval_kit.agreement.judge_vs_humans`.
+    n_items : int, default 150
+        Items per simulated panel.
+    n_judges : int, default 1
+        Judges per panel.
+    kappa : float, default 0.5
+        The planted agreement of every rater with the truth.
+    metric : str, default "cohen_kappa"
+        The pairwise coefficient.
+    {n_boot}
+    {confidence}
+    {seed}
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    DataFrame
+        One row per (panel, design) in the result contract: ``estimate`` = coverage with its Wilson CI,
+        ``n_items`` = (replication, judge) pairs where Δ had a CI (``n_failed`` the others), plus
+        ``n_reps, n_covered, mean_delta``, the ``rejection_rate`` of H0: Δ = 0 at 1 − ``confidence`` and
+        the simulation's ``items_per_panel, kappa, n_boot``.
+
+    Raises
+    ------
+    AgreementError
+        An unknown panel shape.
+
+    Examples
+    --------
+    >>> t = equal_noise_coverage(2, panels=["two"], designs=["loo"], n_items=30, n_boot=50)
+    >>> t[["panel", "design", "n_reps"]].values.tolist()
+    [['two', 'loo', 2]]
     """
     from tqdm.auto import tqdm
 

@@ -35,7 +35,7 @@ from medeval_kit.agreement import registry
 from medeval_kit.agreement.data import AgreementError, prepare
 from medeval_kit.agreement.engine import Stat, point, replicates
 from medeval_kit.agreement.forms import pair_stat
-from medeval_kit.agreement.panel import PanelError, resolve_panel
+from medeval_kit.agreement.panel import PanelError, panel_of
 from medeval_kit.results import result_frame
 from medeval_kit.stats import MIN_CI_ITEMS, ci_not_computed, normal_interval
 
@@ -141,7 +141,7 @@ def error_dependence(
                              f"{tuple(registry.names(pairwise=True))}; not {metric!r}")
     if n_boot < 0 or not 0 < confidence < 1:
         raise AgreementError(f"n_boot must be 0 or more and confidence in (0, 1); got {n_boot}, {confidence}")
-    humans, judges = resolve_panel(df, humans, judges, rater=rater, rater_kind=rater_kind, min_humans=2,
+    humans, judges = panel_of(df, humans, judges, rater=rater, rater_kind=rater_kind, min_humans=2,
                                    source=source)
     humans, judges = list(humans), list(judges)
     data = prepare(df, item=item, rater=rater, label=label, raters=humans + judges, categories=categories,

@@ -41,8 +41,10 @@ from medeval_kit.agreement.consensus import abstain_codes, vote
 from medeval_kit.agreement.data import AgreementError, count_matrix, prepare
 from medeval_kit.agreement.engine import Stat, mean_stat, point, pooled_stat, replicates
 from medeval_kit.agreement.forms import pair_stat
-from medeval_kit.agreement.panel import resolve_panel
+from medeval_kit.agreement.panel import panel_of
 from medeval_kit.agreement.verdicts import join_reasons, label_gate, noninferiority_verdict
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.stats import interval, percentile_interval
 
 __all__ = ["DESIGNS", "AVERAGES", "MIN_ITEMS_PER_HUMAN", "MIN_SHARE_IN_MEAN", "judge_vs_humans", "compare_designs",
@@ -80,17 +82,16 @@ def _check(design, metric, average, pair_weights, n_boot, confidence) -> None:
         raise AgreementError(f"confidence must be a level between 0 and 1, e.g. 0.95; not {confidence!r}")
 
 
+@shared_docs
+@takes_columns("item", "rater", "label", "rater_kind")
 def judge_vs_humans(
     df: pd.DataFrame,
     humans: Sequence | None = None,
     judges: Sequence | None = None,
     *,
+    columns: Columns = None,
     design: str = "loo",
     metric: str = "cohen_kappa",
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
-    rater_kind: str | None = "rater_kind",
     categories: Sequence | None = None,
     weights: str | None = None,
     rule: str = "plurality",
@@ -126,17 +127,67 @@ def judge_vs_humans(
     the (human, item) instances, else pools the instances (:func:`choose_average`); the choice and
     its reason are in ``design_note`` and the humans row's ``note``.
 
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (``item``, ``rater``, ``label`` [, ``rater_kind``]).
+    humans, judges : sequence, optional
+        The human raters and the judges; default from the ``rater_kind`` column (judges: every other rater).
+    {columns}
+    design : {"loo", "pooled", "medqade"}, default "loo"
+        Symmetric leave-one-out, pooled pairs, or MedQADE's design (see the module docstring).
+    metric : str, default "cohen_kappa"
+        A pairwise registered coefficient.
+    categories : sequence, optional
+        The declared labels (declaring them also accepts the label checks' findings on rare labels).
+    weights : {None, "linear", "quadratic"}, optional
+        Agreement weights, as in :func:`~medeval_kit.agreement.agreement`.
+    rule : {"plurality", "strict"}, default "plurality"
+        Voting rule of the consensus references.
+    tie_policy : {"na", "first", "random"}, default "na"
+        What a tied consensus gives (``"na"``: the instance is left out and counted in ``n_ties``).
+    abstain : sequence, default ()
+        Labels that are not votes.
+    average : {"auto", "humans", "instances"}, default "auto"
+        Under ``"loo"``: average the per-human scores over humans, or pool the (human, item) instances.
+    pair_weights : {"item", "pair"}, default "item"
+        Under ``"pooled"``: each item or each rater pair weighs the same.
+    margin : float, default 0.05
+        Non-inferiority margin of the verdict.
+    n_boot : int, default 1000
+        Paired item-bootstrap resamples; ``0``: no CI and no test.
+    {confidence}
+    {seed}
+    {source}
+    accept_label_warnings : bool, default False
+        Compute the verdict even though the label checks found problems (they stay in ``reasons``).
+
+    Returns
+    -------
+    JudgeComparison
+        ``.table`` (also ``.to_frame()``): one ``humans`` row and one ``judge`` row per judge in the
+        result contract, with ``delta``, its CI, ``p_value``, ``p_noninferiority`` and the verdict.
+
+    Raises
+    ------
+    AgreementError
+        An unknown design, metric, average or pair weighting, or bad bootstrap settings.
+    PanelError
+        Who is human cannot be told.
+
+    Examples
+    --------
     >>> from medeval_kit.datasets.synthetic import synthetic_panel
     >>> res = judge_vs_humans(synthetic_panel(n_items=200, seed=1), n_boot=200)
     >>> list(res.table["role"])
     ['humans', 'judge']
     """
     _check(design, metric, average, pair_weights, n_boot, confidence)
-    humans, judges = resolve_panel(df, humans, judges, rater=rater, rater_kind=rater_kind,
+    item, rater, label = "item", "rater", "label"
+    humans, judges = panel_of(df, humans, judges,
                                    min_humans=1 if design == "medqade" else 2, source=source)
     if design == "medqade":
-        res = medqade_comparison(df, humans, judges, metric=metric, item=item, rater=rater, label=label,
-                                 categories=categories, rule=rule, tie_policy=tie_policy, abstain=abstain,
+        res = medqade_comparison(df, humans, judges, metric=metric, categories=categories, rule=rule, tie_policy=tie_policy, abstain=abstain,
                                  margin=margin, n_boot=n_boot, confidence=confidence, seed=seed)
         return label_gate(res, df, label=label, rater=rater, raters=humans + judges, categories=categories,
                           accept_label_warnings=accept_label_warnings)
@@ -381,15 +432,18 @@ def _assemble(sides, judges, design, metric, margin, n_boot, confidence, seed, h
 # --------------------------------------------------------------------------- every design
 
 
-_SINGLE_REFERENCE_KEYS = ("metric", "item", "rater", "label", "categories", "rule", "tie_policy", "abstain", "n_boot",
+_SINGLE_REFERENCE_KEYS = ("metric", "categories", "rule", "tie_policy", "abstain", "n_boot",
                           "confidence", "seed", "margin")
 
 
+@shared_docs
+@takes_columns("item", "rater", "label", "rater_kind")
 def compare_designs(
     df: pd.DataFrame,
     humans: Sequence | None = None,
     judges: Sequence | None = None,
     *,
+    columns: Columns = None,
     designs: Sequence[str] = DESIGNS,
     reference: str | None = None,
     **kw,
@@ -398,7 +452,32 @@ def compare_designs(
 
     A design that cannot run on this panel (for example leave-one-out with a single adjudicated
     expert) gives one row with NaN and the reason in ``note``; it never stops the others.
-    ``reference`` (a single expert) is passed to the MedQADE design as its reference rater.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (``item``, ``rater``, ``label`` [, ``rater_kind``]).
+    humans, judges : sequence, optional
+        The human raters and the judges, as in :func:`judge_vs_humans`.
+    {columns}
+    designs : sequence of str, default ("loo", "pooled", "medqade")
+        The designs to run.
+    reference : str, optional
+        A single expert: the MedQADE design's reference rater.
+    **kw
+        The keywords of :func:`judge_vs_humans` (``metric``, ``n_boot``, ``seed``, ``margin`` ...).
+
+    Returns
+    -------
+    DataFrame
+        The designs' tables stacked (``design`` column), each in the result contract with ``delta`` and the verdict.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_panel
+    >>> t = compare_designs(synthetic_panel(n_items=60, seed=1), n_boot=0)
+    >>> len(t)
+    6
     """
     frames = []
     for d in designs:

@@ -4,11 +4,12 @@ Files are read by :func:`medeval_kit.datasets.read_table` with labels as text, e
 pandas' NA guessing would turn a real label ``None`` or ``NA`` into a missing value. Missing is an
 empty cell (or JSON null), or one of the tokens the user names. Labels that differ only by case or
 surrounding white space (``Correct`` and ``correct ``) are reported, and merged only when asked
-(``normalize_labels=True``). :func:`user_study` turns the user's file into study inputs.
+(``normalize_labels=True``). :func:`read_study` turns the user's file into study inputs.
 """
 
 from __future__ import annotations
 
+import textwrap
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,12 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from medeval_kit.agreement.panel import StudyInputs, resolve_panel
+from medeval_kit.agreement.panel import StudyInputs, panel_of
+from medeval_kit.columns import Columns, apply_columns, takes_columns
 from medeval_kit.datasets._io import read_table, sniff_text_file
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import SchemaError
 
 __all__ = ["LabelWarning", "LabelNote", "MISSING_TOKENS", "check_labels", "read_annotations", "read_checked",
-           "read_text_table", "user_study"]
+           "read_text_table", "read_study"]
 
 
 class LabelWarning(UserWarning):
@@ -90,11 +93,12 @@ def _rows(mask: np.ndarray, k: int = 5) -> str:
     return f"row {shown}" if len(idx) == 1 else f"rows {shown} ({len(idx)} in all)"
 
 
+@shared_docs
+@takes_columns("label", "rater")
 def check_labels(
     df: pd.DataFrame,
     *,
-    label: str = "label",
-    rater: str | None = "rater",
+    columns: Columns = None,
     normalize: bool = False,
     categories: Sequence | None = None,
 ) -> tuple[pd.DataFrame, list[LabelNote]]:
@@ -103,9 +107,10 @@ def check_labels(
     Parameters
     ----------
     df : DataFrame
-        Long annotations, one row per (item, rater); rows are named by their position (data rows from 0).
-    label, rater : str
-        Column names. ``rater=None`` skips the one-rater check.
+        Long annotations, one row per (item, rater) (``label`` and, for the one-rater check, ``rater``);
+        rows are named by their position (data rows from 0). Without a ``rater`` column the one-rater
+        check is skipped.
+    {columns}
     normalize : bool
         Merge labels that differ only by case or surrounding white space into their most frequent
         spelling (trimmed); the note then says so and does not block.
@@ -123,12 +128,13 @@ def check_labels(
     Examples
     --------
     >>> t = pd.DataFrame({"label": ["Correct", "correct ", "Correct", "wrong"]})
-    >>> _, notes = check_labels(t, rater=None)
+    >>> _, notes = check_labels(t)
     >>> notes[0]
     "labels that differ only by case or white space: 'Correct' ~ 'correct ' (pass --normalize-labels / normalize_labels=True to merge them)"
     >>> notes[0].blocking
     True
     """
+    label, rater = "label", "rater"
     df, notes = _case_notes(df, label, normalize)
     s = df[label]
     present = s.notna().to_numpy()
@@ -275,14 +281,32 @@ def _read_csv_arrow(p: Path, sep: str, encoding: str = "utf-8") -> pd.DataFrame 
     return table.to_pandas(types_mapper=mapper)
 
 
+_READER_COLUMNS = ("item", "rater", "label", "criterion", "rater_kind")
+
+
+def _reader_columns(fn: str, columns, kw: dict, where: str) -> tuple[dict, set]:
+    """The ``columns`` mapping plus the old per-column keywords popped from ``kw`` (deprecated, warned), and
+    the optional columns switched off the old way (``criterion=None``, ``rater_kind=None``)."""
+    from medeval_kit.columns import _check_mapping
+
+    old = {r: kw.pop(r) for r in _READER_COLUMNS if r in kw}
+    off = {r for r, v in old.items() if v is None or v is False}
+    renamed = {r: str(v) for r, v in old.items() if r not in off and v != r}
+    if renamed:
+        warnings.warn(f"{fn}({', '.join(f'{k}={v!r}' for k, v in renamed.items())}) is deprecated; "
+                      f"pass columns={renamed!r}", DeprecationWarning, stacklevel=3)
+    given = _check_mapping(columns, f"{fn}()")
+    mapping = {**renamed, **given}
+    if "criterion" in old and "criterion" not in off:
+        mapping.setdefault("criterion", "criterion")  # asked for by name: keep it
+    return mapping, off
+
+
 def _read_long(
     path: str | Path,
     *,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
-    criterion: str | None = None,
-    rater_kind: str | None = "rater_kind",
+    mapping: dict,
+    off: set = frozenset(),
     wide: bool = False,
     raters: Sequence[str] | None = None,
     missing: Sequence[str] = (),
@@ -294,24 +318,40 @@ def _read_long(
     # frame: the file already read (a format reader)
     df = read_text_table(p, sep=sep, encoding=encoding) if frame is None else frame
     src = str(p)
+    item, rater, label = "item", "rater", "label"
+    criterion = "criterion" if "criterion" in mapping else None
+    needed = (item,) if wide else (item, rater, label)
+    for c in needed + ((criterion,) if criterion else ()):
+        yours = mapping.get(c, c)
+        if yours not in df.columns:  # your name for a column we read: it must be there, not a canonical namesake
+            raise SchemaError("annotations", yours, [], f"column {yours!r} not found; columns: {list(df.columns)}",
+                              src)
+    # your mapping wins over a (then misleading) column that already has the canonical name
+    shadowed = [c for c, yours in mapping.items() if yours != c and yours in df.columns and c in df.columns]
+    df = apply_columns(df.drop(columns=shadowed), mapping, where=src)
+    rater_kind = None if "rater_kind" in off else "rater_kind"
     tokens = {str(t) for t in missing}
     if wide:
         if item not in df.columns:
-            raise SchemaError("annotations", item, [], f"item column {item!r} not found; columns: {list(df.columns)}", src)
+            yours = mapping.get(item, item)
+            raise SchemaError("annotations", yours, [], f"item column {yours!r} not found; columns: {list(df.columns)}",
+                              src)
         keep = [item] + ([criterion] if criterion and criterion in df.columns else [])
         cols = list(raters) if raters else [c for c in df.columns if c not in keep]
         miss = [c for c in cols if c not in df.columns]
         if miss:
             raise SchemaError("annotations", miss[0], [], f"rater column(s) {miss} not found", src)
         df = df.melt(id_vars=keep, value_vars=cols, var_name="rater", value_name="label")
-        rater, label = "rater", "label"
     for c in (item, rater, label) + ((criterion,) if criterion else ()):
         if c not in df.columns:
-            raise SchemaError("annotations", c, [], f"column {c!r} not found; columns: {list(df.columns)}", src)
+            yours = mapping.get(c, c)
+            raise SchemaError("annotations", yours, [], f"column {yours!r} not found; columns: {list(df.columns)}",
+                              src)
     bad = df[item].isna() | df[rater].isna()
     if bad.any():
         col = item if df[item].isna().any() else rater
-        raise SchemaError("annotations", col, [int(i) for i in np.flatnonzero(bad)], "empty item or rater", src)
+        raise SchemaError("annotations", mapping.get(col, col), [int(i) for i in np.flatnonzero(bad)],
+                          "empty item or rater", src)
     lab = df[label]
     if tokens:
         lab = lab.where(~_map_distinct(lab, lambda v: str(v) in tokens).fillna(False).astype(bool), np.nan)
@@ -325,41 +365,120 @@ def _read_long(
     return out
 
 
-def read_annotations(path: str | Path, *, normalize_labels: bool = False, **kw) -> pd.DataFrame:
+_READ_DOC = """\
+path : str or Path
+    The annotations file: CSV/TSV, JSONL/JSON or Parquet (it only names the input in errors when
+    ``frame`` is given).
+columns : mapping of str to str, optional
+    Your column names as ``{canonical name: your column}`` for ``item``, ``rater``, ``label``,
+    ``rater_kind`` and ``criterion``, e.g. ``{"item": "case_id", "label": "grade"}``; applied right
+    after reading. ``criterion`` is read only when named here (``{"criterion": "criterion"}`` for a
+    file that already uses the name); ``rater_kind`` whenever the column is there.
+normalize_labels : bool, default False
+    Merge labels that differ only by case or surrounding white space into their most frequent spelling.
+wide : bool, default False
+    One row per item and one column per rater (every other column, or just ``raters``) instead of
+    one row per (item, rater).
+raters : sequence of str, optional
+    The rater columns of a wide file.
+missing : sequence of str, default ()
+    Label values that mean "no label" (an empty cell and a JSON null always do).
+frame : DataFrame, optional
+    The file's content already read (e.g. by :func:`medeval_kit.readers.read_format`).
+sep, encoding : str, optional
+    CSV/TSV layout (see :func:`medeval_kit.datasets.read_table`); checked when not given."""
+
+
+def read_annotations(
+    path: str | Path,
+    *,
+    columns=None,
+    normalize_labels: bool = False,
+    wide: bool = False,
+    raters: Sequence[str] | None = None,
+    missing: Sequence[str] = (),
+    frame: pd.DataFrame | None = None,
+    sep: str | None = None,
+    encoding: str | None = None,
+    **kw,
+) -> pd.DataFrame:
     """Read CSV, JSONL/JSON or Parquet annotations into the long layout (item, rater, label[, criterion, rater_kind]).
 
     Labels are text as written (a label ``None`` stays ``"None"``); missing labels are empty cells,
-    JSON nulls, or the ``missing`` tokens. All-numeric labels become numbers. ``wide=True``: one row
-    per item and one column per rater (all other columns, or just ``raters``). A rater-kind column
-    (``rater_kind=``; values ``human`` / ``llm``) is kept as ``rater_kind``. Labels differing only by
-    case or white space raise a :class:`LabelWarning`; ``normalize_labels=True`` merges them.
-    Keywords: item, rater, label, criterion, rater_kind, wide, raters, missing, and ``frame`` (the
-    file's content already read, e.g. by :func:`medeval_kit.readers.read_format`; ``path`` then only
-    names it in errors). Errors name the file, the column and the row.
+    JSON nulls, or the ``missing`` tokens. All-numeric labels become numbers. A rater-kind column
+    (values ``human`` / ``llm``) is kept as ``rater_kind``. Labels differing only by case or white
+    space raise a :class:`LabelWarning`; ``normalize_labels=True`` merges them. Errors name the file,
+    your column and the row.
+
+    Parameters
+    ----------
+    {read}
+    **kw
+        Deprecated: the old per-column keywords ``item``, ``rater``, ``label``, ``criterion``,
+        ``rater_kind`` (use ``columns``; ``rater_kind=None`` still drops that column).
+
+    Returns
+    -------
+    DataFrame
+        The long annotations table (``item``, ``rater``, ``label`` [, ``criterion``, ``rater_kind``]).
+
+    Raises
+    ------
+    SchemaError
+        A column is missing, or an item or rater is empty (naming the file, column and rows).
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "x.csv")
+    >>> _ = open(f, "w").write("case,who,grade\\n1,a,yes\\n1,b,no\\n")
+    >>> read_annotations(f, columns={{"item": "case", "rater": "who", "label": "grade"}})
+      item rater label
+    0    1     a   yes
+    1    1     b    no
     """
-    out, notes = read_checked(path, normalize_labels=normalize_labels, **kw)
+    mapping, off = _reader_columns("read_annotations", columns, kw, str(path))
+    label_col = mapping.get("label", "label")
+    out, notes = _read_checked(path, mapping, off, normalize_labels=normalize_labels, wide=wide, raters=raters,
+                               missing=missing, frame=frame, sep=sep, encoding=encoding, **kw)
     if not normalize_labels:
         for n in notes:
-            warnings.warn(f"{path}, column {kw.get('label', 'label')!r}: {n}", LabelWarning, stacklevel=2)
+            warnings.warn(f"{path}, column {label_col!r}: {n}", LabelWarning, stacklevel=2)
     return out
 
 
+read_annotations.__doc__ = read_annotations.__doc__.format(read=textwrap.indent(_READ_DOC, "    ").lstrip())
+
+
+def _read_checked(path, mapping, off, *, normalize_labels=False, categories=None, **kw):
+    df = _read_long(path, mapping=mapping, off=off, **kw)
+    return check_labels(df, normalize=normalize_labels, categories=categories)
+
+
 def read_checked(
-    path: str | Path, *, normalize_labels: bool = False, categories: Sequence | None = None, **kw
+    path: str | Path,
+    *,
+    columns=None,
+    normalize_labels: bool = False,
+    categories: Sequence | None = None,
+    wide: bool = False,
+    raters: Sequence[str] | None = None,
+    missing: Sequence[str] = (),
+    frame: pd.DataFrame | None = None,
+    sep: str | None = None,
+    encoding: str | None = None,
+    **kw,
 ) -> tuple[pd.DataFrame, list[LabelNote]]:
     """Return ``(annotations, notes)``: :func:`read_annotations` plus the label checks of :func:`check_labels`.
 
     Parameters
     ----------
-    path : str or Path
-        The annotations file (it names the file in errors when ``frame`` is given).
-    normalize_labels : bool
-        Merge labels that differ only by case or surrounding white space.
+    {read}
     categories : sequence, optional
         The declared labels (they are never reported as rare or missing-like).
     **kw
-        The keywords of :func:`read_annotations`: item, rater, label, criterion, rater_kind, wide,
-        raters, missing, frame, sep, encoding.
+        Deprecated: the old per-column keywords ``item``, ``rater``, ``label``, ``criterion``,
+        ``rater_kind`` (use ``columns``; ``rater_kind=None`` still drops that column).
 
     Returns
     -------
@@ -367,6 +486,11 @@ def read_checked(
         The long layout (item, rater, label[, criterion, rater_kind]).
     notes : list of LabelNote
         Each with ``kind`` and ``blocking``; a blocking note means no verdict should be drawn as is.
+
+    Raises
+    ------
+    SchemaError
+        A column is missing, or an item or rater is empty (naming the file, column and rows).
 
     Examples
     --------
@@ -377,9 +501,14 @@ def read_checked(
     >>> [(n.kind, n.blocking) for n in notes]
     [('case', True)]
     """
-    df = _read_long(path, **kw)
-    return check_labels(df, normalize=normalize_labels, categories=categories,
-                        rater="rater" if "rater" in df.columns else None)
+    mapping, off = _reader_columns("read_checked", columns, kw, str(path))
+    if kw:
+        raise TypeError(f"read_checked() got unexpected keyword arguments {sorted(kw)}")
+    return _read_checked(path, mapping, off, normalize_labels=normalize_labels, categories=categories, wide=wide,
+                         raters=raters, missing=missing, frame=frame, sep=sep, encoding=encoding)
+
+
+read_checked.__doc__ = read_checked.__doc__.format(read=textwrap.indent(_READ_DOC, "    ").lstrip())
 
 
 def _names(v) -> list | None:
@@ -389,13 +518,10 @@ def _names(v) -> list | None:
     return list(v) if v else None
 
 
-def user_study(
+def read_study(
     path,
     *,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
-    rater_kind: str = "rater_kind",
+    columns: Columns = None,
     humans=None,
     judges=None,
     missing=(),
@@ -404,25 +530,68 @@ def user_study(
     categories=None,
     sep: str | None = None,
     encoding: str | None = None,
+    **kw,
 ) -> StudyInputs:
-    """The user's own annotations file as study inputs; who is human comes from ``humans`` or ``rater_kind``.
+    """Read the user's own annotations file as study inputs; who is human comes from ``humans`` or ``rater_kind``.
 
-    ``humans`` / ``judges`` / ``missing`` (label tokens meaning "no label") / ``categories`` (the
-    declared labels): lists or comma-separated names. ``from_format``: ``path`` is another tool's
-    results file (e.g. ``mtbench_human``, ``healthbench``), read with
-    :func:`medeval_kit.readers.read_format`; its tidy columns then apply. The label checks' findings
-    are ``label_notes`` of the result, the blocking ones also ``invalid`` (pass them to
-    :func:`~medeval_kit.agreement.validate_judges` so that no verdict stands on them).
+    The label checks' findings are ``label_notes`` of the result, the blocking ones also ``invalid``
+    (pass them to :func:`~medeval_kit.agreement.validate_judges` so that no verdict stands on them).
+
+    Parameters
+    ----------
+    path : str or Path
+        The annotations file (CSV/TSV, JSONL/JSON, Parquet), or another tool's results file with ``from_format``.
+    columns : mapping of str to str, optional
+        Your column names as ``{canonical name: your column}`` for ``item``, ``rater``, ``label`` and
+        ``rater_kind``, e.g. ``{"item": "case_id"}``; applied right after reading.
+    humans, judges : list or str, optional
+        The human raters and the judges (lists or comma-separated names); default from the
+        ``rater_kind`` column (humans), and every other rater (judges).
+    missing : list or str, default ()
+        Label values that mean "no label".
+    normalize_labels : bool, default False
+        Merge labels that differ only by case or surrounding white space.
+    from_format : str, optional
+        ``path`` is another tool's results file (e.g. ``mtbench_human``, ``healthbench``), read with
+        :func:`medeval_kit.readers.read_format`; its tidy columns then apply.
+    categories : list or str, optional
+        The declared labels.
+    sep, encoding : str, optional
+        CSV/TSV layout; checked when not given.
+    **kw
+        Deprecated: the old per-column keywords ``item``, ``rater``, ``label``, ``rater_kind``.
+
+    Returns
+    -------
+    StudyInputs
+        The annotations (criterion ``overall``), humans, judges, a description and the label notes.
+
+    Raises
+    ------
+    PanelError
+        Who is human cannot be told (no ``humans`` and no ``rater_kind`` column), or names are unknown.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "x.csv")
+    >>> _ = open(f, "w").write("case,who,label\\n1,a,yes\\n1,b,no\\n1,gpt,yes\\n")
+    >>> st = read_study(f, columns={"item": "case", "rater": "who"}, humans=["a", "b"])
+    >>> st.humans, st.judges
+    (['a', 'b'], ['gpt'])
     """
     frame = None
     if from_format:
         from medeval_kit.readers import read_format
 
         frame = read_format(from_format, path, table="annotations")
-    ann, notes = read_checked(path, item=item, rater=rater, label=label, rater_kind=rater_kind,
-                              missing=_names(missing) or (), normalize_labels=normalize_labels, frame=frame,
-                              categories=_names(categories), sep=sep or None, encoding=encoding or None)
-    hum, jud = resolve_panel(ann, _names(humans), _names(judges), min_humans=1, source=str(path))
+    mapping, off = _reader_columns("read_study", columns, kw, str(path))
+    if kw:
+        raise TypeError(f"read_study() got unexpected keyword arguments {sorted(kw)}")
+    mapping.pop("criterion", None)
+    ann, notes = _read_checked(path, mapping, off, missing=_names(missing) or (), normalize_labels=normalize_labels,
+                               frame=frame, categories=_names(categories), sep=sep or None, encoding=encoding or None)
+    hum, jud = panel_of(ann, _names(humans), _names(judges), min_humans=1, source=str(path))
     return StudyInputs(str(path), ann.assign(criterion="overall"), hum, jud, criterion="overall",
                        description=f"your file {path}" + (f" ({'; '.join(notes)})" if notes else ""),
                        label_notes=list(notes))

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from medeval_kit.agreement.data import AgreementError
+from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.errors import MedevalError
 
-__all__ = ["HUMAN_KINDS", "JUDGE_KINDS", "PanelError", "resolve_panel", "humans_from_kind", "describe_raters",
+__all__ = ["HUMAN_KINDS", "JUDGE_KINDS", "PanelError", "resolve_panel", "panel_of", "humans_from_kind", "describe_raters",
            "StudyInputs"]
 
 HUMAN_KINDS = ("human",)
@@ -23,10 +24,65 @@ JUDGE_KINDS = ("llm", "judge", "model")
 
 
 class PanelError(MedevalError, ValueError):
-    """The humans and judges of a comparison are not given, unknown or overlapping."""
+    """The humans and judges of a comparison are not given, unknown or overlapping.
+
+    Parameters
+    ----------
+    *args
+        The message.
+    """
 
 
+@takes_columns("rater", "rater_kind")
 def resolve_panel(
+    df: pd.DataFrame,
+    humans: Sequence | None = None,
+    judges: Sequence | None = None,
+    *,
+    columns: Columns = None,
+    min_humans: int = 2,
+    source: str | None = None,
+) -> tuple[list, list]:
+    """Return ``(humans, judges)`` as lists of rater names; raise :class:`PanelError` when unclear.
+
+    Humans come from ``humans`` or from the ``rater_kind`` column (values ``human`` and ``llm``);
+    judges are ``judges`` or every other rater. Nothing is guessed.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Long annotations (``rater`` [, ``rater_kind``]).
+    humans, judges : sequence, optional
+        The human raters and the judges.
+    columns : mapping of str to str, optional
+        Your column names as ``{canonical name: your column}`` for ``rater`` and ``rater_kind``.
+    min_humans : int, default 2
+        Fewer humans is an error.
+    source : str, optional
+        What to call the input in messages.
+
+    Returns
+    -------
+    humans : list
+        The human raters, in the order given (or sorted).
+    judges : list
+        The judges.
+
+    Raises
+    ------
+    PanelError
+        Who is human cannot be told, a name is unknown or listed twice, or too few humans.
+
+    Examples
+    --------
+    >>> t = pd.DataFrame({"rater": ["a", "b", "gpt"], "rater_kind": ["human", "human", "llm"]})
+    >>> resolve_panel(t)
+    (['a', 'b'], ['gpt'])
+    """
+    return panel_of(df, humans, judges, min_humans=min_humans, source=source)
+
+
+def panel_of(
     df: pd.DataFrame,
     humans: Sequence | None = None,
     judges: Sequence | None = None,
@@ -36,12 +92,7 @@ def resolve_panel(
     min_humans: int = 2,
     source: str | None = None,
 ) -> tuple[list, list]:
-    """Return ``(humans, judges)`` as lists of rater names; raise :class:`PanelError` when unclear.
-
-    >>> t = pd.DataFrame({"rater": ["a", "b", "gpt"], "rater_kind": ["human", "human", "llm"]})
-    >>> resolve_panel(t)
-    (['a', 'b'], ['gpt'])
-    """
+    """:func:`resolve_panel` on column names of the caller's (``rater_kind=None``: no rater-kind column)."""
     where = f"{source}: " if source else ""
     known = pd.unique(df[rater].dropna())
     known_set = set(known.tolist())
@@ -93,7 +144,25 @@ def _few(names, k: int = 8) -> str:
 
 
 def describe_raters(names: Sequence, limit: int = 4) -> str:
-    """Compact rater list for tables: ``'a, b'`` or ``'107 raters'``."""
+    """Compact rater list for tables: ``'a, b'`` or ``'107 raters'``.
+
+    Parameters
+    ----------
+    names : sequence
+        Rater names.
+    limit : int, default 4
+        Longer lists are given as a count.
+
+    Returns
+    -------
+    str
+        The names joined with ``", "``, or ``"<n> raters"``.
+
+    Examples
+    --------
+    >>> describe_raters(["a", "b"]), describe_raters(range(107))
+    ('a, b', '107 raters')
+    """
     names = list(names)
     return ", ".join(map(str, names)) if len(names) <= limit else f"{len(names)} raters"
 
@@ -107,7 +176,27 @@ def humans_from_kind(df: pd.DataFrame, rater: str = "rater", kind: str = "rater_
 
 @dataclass
 class StudyInputs:
-    """Annotations plus who is human and who is a judge: what the agreement notebooks need for one panel."""
+    """Annotations plus who is human and who is a judge: what the agreement notebooks need for one panel.
+
+    Attributes
+    ----------
+    dataset : str
+        The panel's name (a bundled study, or the user's file).
+    annotations : DataFrame
+        Long annotations (``item``, ``rater``, ``label``, ``criterion`` [, ``rater_kind``]).
+    humans, judges : list
+        The human raters and the judges.
+    reference : str, optional
+        A single reference rater (an adjudicated expert), else the humans' majority.
+    abstain : list
+        Labels that are not votes (set to NA by :meth:`for_agreement`).
+    criterion : str
+        The criterion the panel labelled (a value of the ``criterion`` column), default ``"overall"``.
+    description : str
+        What the panel is, in words.
+    label_notes : list
+        The label checks' findings (:class:`~medeval_kit.agreement.io.LabelNote`).
+    """
 
     dataset: str
     annotations: pd.DataFrame

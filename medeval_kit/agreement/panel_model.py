@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.agreement.data import AgreementError, prepare
-from medeval_kit.agreement.panel import resolve_panel
+from medeval_kit.agreement.panel import panel_of
 
 __all__ = ["PlanningError", "PanelModel", "panel_model", "panel_model_from", "simulate_panel", "REFERENCE_JUDGE"]
 
@@ -181,7 +181,7 @@ def panel_model(
     >>> [round(float(a), 2) for a in m.human_accuracy]
     [0.87, 0.85, 0.87]
     """
-    humans, judges = resolve_panel(df, humans, judges, rater=rater, rater_kind=rater_kind, min_humans=2,
+    humans, judges = panel_of(df, humans, judges, rater=rater, rater_kind=rater_kind, min_humans=2,
                                    source=source)
     data = prepare(df, item=item, rater=rater, label=label, raters=humans + judges, categories=categories,
                    source=source)

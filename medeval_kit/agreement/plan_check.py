@@ -107,8 +107,7 @@ def validate_plan(
                 t = simulate_panel(model, int(n), seed=[fresh_seed, s])
                 tab = judge_vs_humans(t, sorted(t.loc[t.rater_kind == "human", "rater"].unique()), [judge],
                                       design=design, margin=margin, n_boot=n_boot_check, seed=fresh_seed + s,
-                                      categories=list(model.categories), rater_kind=None,
-                                      accept_label_warnings=True).table
+                                      categories=list(model.categories), accept_label_warnings=True).table
                 v = tab.loc[tab["role"] == "judge", "noninferior"].iloc[0]
                 k += bool(v) if pd.notna(v) else 0
             lo, hi = wilson_interval(k, n_fresh)

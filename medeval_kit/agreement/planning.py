@@ -452,7 +452,7 @@ def plan_judge_vs_humans(
         hum = sorted(t.loc[t["rater_kind"] == "human", "rater"].unique())
         return judge_vs_humans(t, hum, list(model.judges), design=design, metric=metric, margin=margin, n_boot=B,
                                confidence=confidence, seed=boot_seed, categories=list(model.categories),
-                               rater_kind=None, accept_label_warnings=True)  # simulated labels are clean
+                               accept_label_warnings=True)  # simulated labels are clean
 
     def verdict(t, k):
         try:

@@ -10,7 +10,7 @@ import pandas as pd
 
 from medeval_kit.agreement.data import AgreementError
 from medeval_kit.agreement.engine import Stat, jackknife, point, replicates
-from medeval_kit.results import result_frame
+from medeval_kit.results import Result, result_frame
 from medeval_kit.stats import interval
 
 __all__ = ["AgreementResult", "CI_METHODS", "finish", "bootstrap_name", "check_ci"]
@@ -20,8 +20,36 @@ _NAN = float("nan")
 
 
 @dataclass(frozen=True)
-class AgreementResult:
-    """One agreement statistic with its CI and denominators."""
+class AgreementResult(Result):
+    """One agreement statistic with its CI and denominators; ``float(res)`` is the estimate.
+
+    Attributes
+    ----------
+    metric : str
+        The coefficient (``cohen_kappa``, ``cohen_kappa_linear``, ``ceiling_loo_cohen_kappa`` ...).
+    estimate : float
+        The value; NaN when undefined (``note`` says why).
+    ci_low, ci_high : float
+        The interval; NaN when there is none.
+    ci_method : str
+        How the interval was made; ``""`` when there is none.
+    n_items : int
+        Items the estimate used.
+    n_raters : int
+        Raters.
+    n_missing : int
+        Missing (item, rater) labels.
+    n_failed : int
+        Items dropped (e.g. ICC items without every rater's label).
+    note : str
+        Anything a reader must know.
+    raters : tuple
+        The raters, in order.
+    level : str
+        The measurement level used (nominal, ordinal, interval, ratio).
+    details : DataFrame, optional
+        Components (e.g. the per-human values of a ceiling).
+    """
 
     metric: str
     estimate: float
@@ -38,13 +66,25 @@ class AgreementResult:
     details: pd.DataFrame | None = field(default=None, compare=False, repr=False)
 
     def to_frame(self) -> pd.DataFrame:
-        """One tidy row in the result contract (``raters`` joined with ``|``)."""
+        """One tidy row in the result contract (``raters`` joined with ``|``).
+
+        Returns
+        -------
+        DataFrame
+            ``metric``, the result contract, ``n_raters, n_missing, raters, level``.
+        """
         row = {k: v for k, v in asdict(self).items() if k != "details"}
         row["raters"] = "|".join(map(str, self.raters))
         return result_frame([row], keys=["metric"])
 
     def summary(self) -> str:
-        """A short human-readable line, e.g. ``cohen_kappa = 0.852 [0.80, 0.89] (n=999 items, 2 raters)``."""
+        """A short human-readable line, e.g. ``cohen_kappa = 0.852 [0.80, 0.89] (n=999 items, 2 raters)``.
+
+        Returns
+        -------
+        str
+            One line.
+        """
         ci = "" if math.isnan(self.ci_low) else f" [{self.ci_low:.3f}, {self.ci_high:.3f}]"
         est = "NaN" if math.isnan(self.estimate) else f"{self.estimate:.3f}"
         who = f" {', '.join(map(str, self.raters))};" if self.raters and len(self.raters) <= 4 else ""

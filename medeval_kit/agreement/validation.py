@@ -19,19 +19,50 @@ from medeval_kit.agreement.alt_test import METRIC, RESULT_COLUMNS, alt_test
 from medeval_kit.agreement.coverage import equal_noise_coverage
 from medeval_kit.agreement.designs import compare_designs
 from medeval_kit.agreement.verdicts import join_reasons, mark_invalid
+from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.errors import MedevalError
+from medeval_kit.results import RESULT_COLUMNS as CONTRACT
+from medeval_kit.results import Result
 
 __all__ = ["JudgeValidation", "validate_judges"]
 
 
 @dataclass(frozen=True)
-class JudgeValidation:
-    """The designs table, the Alt-Test per judge and per (judge, human), and the coverage simulation."""
+class JudgeValidation(Result):
+    """The designs table, the Alt-Test per judge and per (judge, human), and the coverage simulation.
+
+    Attributes
+    ----------
+    designs : DataFrame
+        :func:`~medeval_kit.agreement.compare_designs`: every design's table, stacked.
+    alt_test : DataFrame
+        The Alt-Test, one row per judge (:data:`~medeval_kit.agreement.alt_test.RESULT_COLUMNS`).
+    alt_details : DataFrame
+        The Alt-Test per (judge, human).
+    coverage : DataFrame
+        :func:`~medeval_kit.agreement.equal_noise_coverage` (empty unless asked for).
+    """
 
     designs: pd.DataFrame
     alt_test: pd.DataFrame
     alt_details: pd.DataFrame
     coverage: pd.DataFrame
+
+    def to_frame(self) -> pd.DataFrame:
+        """Every verdict in one table: the designs' rows, then one Alt-Test row per judge.
+
+        Returns
+        -------
+        DataFrame
+            ``part`` (``designs`` or ``alt_test``), ``design, role, rater, metric``, the result contract,
+            ``status``, ``reasons``, then the parts' other columns.
+        """
+        d = self.designs.assign(part="designs")
+        a = self.alt_test.rename(columns={"judge": "rater"}).assign(part="alt_test", role="judge", design="alt_test")
+        out = pd.concat([d, a], ignore_index=True)
+        lead = ["part", "design", "role", "rater", "metric", *CONTRACT, "status", "reasons"]
+        lead = [c for c in lead if c in out.columns]
+        return out[lead + [c for c in out.columns if c not in lead]]
 
     def summary(self) -> str:
         """One line per judge and design (Δ with CI) and per judge for the Alt-Test."""
@@ -49,11 +80,13 @@ class JudgeValidation:
         return "\n".join(lines)
 
 
+@takes_columns("item", "rater", "label", "rater_kind")
 def validate_judges(
     df: pd.DataFrame,
     humans: Sequence,
     judges: Sequence,
     *,
+    columns: Columns = None,
     reference: str | None = None,
     metric: str = "cohen_kappa",
     margin: float = 0.05,
@@ -74,20 +107,23 @@ def validate_judges(
         Long annotations (item, rater, label).
     humans, judges : sequence
         Who is human and which judges to test.
+    columns : mapping of str to str, optional
+        Your column names as ``{canonical name: your column}``, e.g. ``{"item": "case_id"}``.
     reference, metric, margin, epsilon, abstain, n_boot, seed
         As in :func:`~medeval_kit.agreement.compare_designs` and :func:`~medeval_kit.agreement.alt_test`.
     coverage_reps, coverage_items : int
         The equal-noise simulation (0 skips it).
     invalid : sequence of str
         Findings that make every verdict ``invalid`` (e.g. the blocking label notes of
-        :func:`~medeval_kit.agreement.user_study` read from the file as written).
+        :func:`~medeval_kit.agreement.read_study` read from the file as written).
     accept_label_warnings : bool
         Keep the verdicts although the label checks found problems.
 
     Returns
     -------
     JudgeValidation
-        ``designs`` and ``alt_test`` carry each judge's ``status``, ``rule`` and ``reasons``.
+        ``designs`` and ``alt_test`` carry each judge's ``status``, ``rule`` and ``reasons``;
+        ``.to_frame()`` stacks them in the result contract.
 
     Examples
     --------

@@ -11,3 +11,11 @@ from .upload import *  # noqa: F401,F403
 from .upload import __all__ as _upload_all
 
 __all__ = [*_upload_all, *_source_all, *_bundled_all]
+
+
+def __getattr__(name: str):
+    from medeval_kit.deprecation import deprecated_attribute
+
+    from . import source
+
+    return deprecated_attribute(__name__, name, {"user_data": ("apps.app_data", source.app_data)})

@@ -19,10 +19,24 @@ def _text(v) -> str | None:
 
 
 def load_annotations_for_app(dataset: str) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """Return (annotations, human raters, LLM judges) for ``"pandalm"`` or ``"medqg_table19"``.
+    """Load a bundled agreement panel for the agreement app.
 
-    In Table 19 the position-inconsistent code (-1) becomes a missing label, so agreement is
-    computed on consistent verdicts only; the number of such labels stays visible as ``n_missing``.
+    In Table 19 the position-inconsistent code (-1) becomes a missing label, so agreement is computed on
+    consistent verdicts only; the number of such labels stays visible as ``n_missing``.
+
+    Parameters
+    ----------
+    dataset : {"pandalm", "medqg_table19"}
+        The bundled panel.
+
+    Returns
+    -------
+    annotations : DataFrame
+        ``item, rater, label, criterion``.
+    humans : list of str
+        The human raters.
+    judges : list of str
+        The LLM judges.
     """
     from medeval_kit import datasets as ds
 
@@ -38,11 +52,19 @@ def load_annotations_for_app(dataset: str) -> tuple[pd.DataFrame, list[str], lis
 
 
 def load_judgments_for_app(path: str = "") -> pd.DataFrame:
-    """Return pairwise judgments joined with both responses' texts.
+    """Load pairwise judgments joined with both responses' texts.
 
-    ``path`` is a judgments CSV written by the judging study; empty means the default study output
-    (``tables/judging/judgments.csv``), or a synthetic table with a planted bias if that is absent;
-    ``"synthetic"`` asks for the synthetic table.
+    Parameters
+    ----------
+    path : str, default ""
+        A judgments CSV written by the judging study; "" means the default study output
+        (``tables/judging/judgments.csv``), or a synthetic table with a planted bias if that is absent;
+        ``"synthetic"`` asks for the synthetic table.
+
+    Returns
+    -------
+    DataFrame
+        Judgments with ``text_a`` and ``text_b``.
     """
     from medeval_kit.datasets import read_table
     from medeval_kit.paths import root as project_root
@@ -68,7 +90,18 @@ def load_judgments_for_app(path: str = "") -> pd.DataFrame:
 
 
 def load_rounds_for_app(source: str = "all") -> pd.DataFrame:
-    """Return the bundled MedQG refinement rounds (with texts and critiques) for the rounds explorer."""
+    """Load the bundled MedQG refinement rounds, with texts and critiques, for the rounds explorer.
+
+    Parameters
+    ----------
+    source : str, default "all"
+        Which bundled traces (``all`` or one source).
+
+    Returns
+    -------
+    DataFrame
+        A ``rounds`` table with ``text`` and ``critique``.
+    """
     from medeval_kit.datasets import load_medqg_rounds
     from medeval_kit.rounds import fill_best_rounds
 
@@ -85,14 +118,40 @@ def _component_rows(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
 
 
 def round_trajectory(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
-    """Return one row per round of ``item``: total (mean of component score / max), best, stop."""
+    """Follow one item through its rounds.
+
+    Parameters
+    ----------
+    rounds : DataFrame
+        A rounds table.
+    item : str
+        The item.
+
+    Returns
+    -------
+    DataFrame
+        One row per round: ``total`` (mean of component score / max), ``best``, ``stop``.
+    """
     r = _component_rows(rounds, item)
     return r.groupby("round").agg(total=("share", "mean"), n_components=("share", "count"),
                                   best=("best", "any"), stop=("stop", "any")).reset_index()
 
 
 def item_component_shares(rounds: pd.DataFrame, item: str) -> pd.DataFrame:
-    """Return one row per (component, round) of ``item`` with its score share (score / max)."""
+    """Give each component's score share per round for one item.
+
+    Parameters
+    ----------
+    rounds : DataFrame
+        A rounds table.
+    item : str
+        The item.
+
+    Returns
+    -------
+    DataFrame
+        One row per (component, round) with ``share`` (score / max).
+    """
     return _component_rows(rounds, item)[["component", "round", "share"]]
 
 
@@ -101,7 +160,22 @@ ROUND_VIEW = ["round", "component", "aspect", "raw_score", "score", "max_score",
 
 
 def round_rows(rounds: pd.DataFrame, item: str, component: str = "(all)") -> pd.DataFrame:
-    """Return the rows of ``item`` (one ``component``, or ``"(all)"``) in the columns of :data:`ROUND_VIEW`."""
+    """Return the rows of one item in the columns of :data:`ROUND_VIEW`.
+
+    Parameters
+    ----------
+    rounds : DataFrame
+        A rounds table.
+    item : str
+        The item.
+    component : str, default "(all)"
+        One component, or ``"(all)"``.
+
+    Returns
+    -------
+    DataFrame
+        The rows.
+    """
     rows = rounds[rounds["item"] == item]
     if component != "(all)":
         rows = rows[rows["component"] == component]
@@ -109,7 +183,20 @@ def round_rows(rounds: pd.DataFrame, item: str, component: str = "(all)") -> pd.
 
 
 def round_texts(rounds: pd.DataFrame, item: str) -> dict[str, str]:
-    """Return ``{"round k <component>": text}`` of ``item``: the question component if there is one, else all."""
+    """Return the texts of one item per round: the question component if there is one, else all.
+
+    Parameters
+    ----------
+    rounds : DataFrame
+        A rounds table with ``text``.
+    item : str
+        The item.
+
+    Returns
+    -------
+    dict of str to str
+        ``{"round k <component>": text}``.
+    """
     if "text" not in rounds.columns:
         return {}
     r = rounds[(rounds["item"] == item) & (rounds["aspect"] == "total")]
@@ -120,9 +207,25 @@ def round_texts(rounds: pd.DataFrame, item: str) -> dict[str, str]:
 
 
 def rule_stop(rounds: pd.DataFrame, item: str, rule: str, threshold: float) -> tuple[int, str]:
-    """Return (round, reason) at which ``item``'s run would stop under ``rule`` and ``threshold`` (no round budget).
+    """Find the round at which an item's run would stop under a rule (no round budget).
 
-    ``reason`` is ``rule`` (the scores met it) or ``end_of_trace`` (they never did before the last round).
+    Parameters
+    ----------
+    rounds : DataFrame
+        A rounds table.
+    item : str
+        The item.
+    rule : str
+        A stopping rule (:mod:`medeval_kit.rounds.stopping`).
+    threshold : float
+        The rule's threshold.
+
+    Returns
+    -------
+    round : int
+        The stopping round.
+    reason : str
+        ``rule`` (the scores met it) or ``end_of_trace`` (they never did before the last round).
     """
     from medeval_kit.rounds import apply_stopping_rule
 

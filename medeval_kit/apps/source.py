@@ -2,7 +2,7 @@
 
 ``marimo run notebooks/agreement_app.py -- --data mine.csv --item case --rater doctor --label verdict``
 (also ``marimo export html ... -- --data ...`` and ``python notebooks/agreement_app.py --data ...``) hands
-the app its arguments through ``mo.cli_args()``; :func:`data_request` reads them, :func:`user_data`
+the app its arguments through ``mo.cli_args()``; :func:`data_request` reads them, :func:`app_data`
 reads the file with the upload's reader and pre-fills the column mapping, and the app then maps and
 checks the table exactly as it does an upload (``mapping_form`` and the ``*_from_table`` functions).
 """
@@ -21,7 +21,7 @@ from medeval_kit.tables import escape_markdown
 
 from .upload import BUNDLED, ROLES, guess_mapping, read_upload, read_user_file
 
-__all__ = ['DataRequest', 'UserData', 'data_request', 'user_data', 'app_table', 'cli_usage', 'mapping_markdown']
+__all__ = ['DataRequest', 'UserData', 'data_request', 'app_data', 'app_table', 'cli_usage', 'mapping_markdown']
 
 _EXTRA = {"judgments": ("failed",)}
 """Options besides the roles: the judgments app's verdict values that mean a failed parse."""
@@ -29,7 +29,17 @@ _EXTRA = {"judgments": ("failed",)}
 
 @dataclass(frozen=True)
 class DataRequest:
-    """The user's file and column mapping as given on the command line."""
+    """The user's file and column mapping as given on the command line.
+
+    Parameters
+    ----------
+    path : str
+        The ``--data`` file.
+    mapping : dict of str to str or None
+        ``{role: column}`` from the per-role options (``--item COLUMN`` ...).
+    options : dict of str to list of str
+        Further options (e.g. ``--failed`` tokens).
+    """
 
     path: str
     mapping: dict[str, str | None] = field(default_factory=dict)
@@ -38,7 +48,21 @@ class DataRequest:
 
 @dataclass(frozen=True)
 class UserData:
-    """What an app shows: the table (None on a problem), its source, the pre-filled mapping, a problem."""
+    """What an app shows: the table, its source, the pre-filled mapping, or a problem.
+
+    Parameters
+    ----------
+    table : DataFrame or None
+        The data; ``None`` on a problem.
+    source : str
+        Where it comes from (a file name or a bundled dataset).
+    mapping : dict of str to str or None
+        The pre-filled column mapping.
+    problem : str
+        "" or a message naming the file, column or option.
+    request : DataRequest, optional
+        The command line's request, when there was one.
+    """
 
     table: pd.DataFrame | None
     source: str
@@ -48,7 +72,18 @@ class UserData:
 
 
 def cli_usage(app: str) -> str:
-    """Return the app's command-line options, e.g. ``--data FILE --item COLUMN ... [--criterion COLUMN]``."""
+    """Return the app's command-line options.
+
+    Parameters
+    ----------
+    app : {"agreement", "judgments", "rounds"}
+        The app.
+
+    Returns
+    -------
+    str
+        E.g. ``--data FILE --item COLUMN ... [--criterion COLUMN]``.
+    """
     opts = [(f"--{r.name.replace('_', '-')} COLUMN", r.required) for r in ROLES[app]]
     roles = " ".join(o if required else f"[{o}]" for o, required in opts)
     extra = " ".join(f"[--{o} VALUE ...]" for o in _EXTRA.get(app, ()))
@@ -124,7 +159,7 @@ def _read_request(app: str, req: DataRequest) -> UserData:
     return UserData(table, req.path, mapping, "", req)
 
 
-def user_data(app: str, files: Sequence = (), bundled: str | None = None,
+def app_data(app: str, files: Sequence = (), bundled: str | None = None,
               args: Mapping[str, Any] | None = None) -> UserData:
     """Return the data an app shows: the upload if any, else the ``--data`` file of ``args``, else ``bundled``.
 
@@ -164,15 +199,44 @@ def user_data(app: str, files: Sequence = (), bundled: str | None = None,
 
 
 def app_table(app: str, files: Sequence, bundled: str) -> tuple[pd.DataFrame | None, str, str]:
-    """Return ``(table, source, problem)`` of :func:`user_data` without command-line arguments."""
-    d = user_data(app, files, bundled)
+    """Return the data an app shows, without command-line arguments.
+
+    Parameters
+    ----------
+    app : {"agreement", "judgments", "rounds"}
+        The app.
+    files : sequence
+        ``mo.ui.file``'s value.
+    bundled : str
+        A bundled dataset's key.
+
+    Returns
+    -------
+    table : DataFrame or None
+        The data.
+    source : str
+        Where it comes from.
+    problem : str
+        "" or what went wrong.
+    """
+    d = app_data(app, files, bundled)
     return d.table, d.source, d.problem
 
 
 def mapping_markdown(data: UserData) -> str:
-    """Return one Markdown line stating the ``--data`` file shown and its column mapping ("" for other data).
+    """State the ``--data`` file shown and its column mapping in one Markdown line.
 
     Every name is escaped by :func:`~medeval_kit.tables.escape_markdown` and sits in a ``<code>`` element.
+
+    Parameters
+    ----------
+    data : UserData
+        What the app shows.
+
+    Returns
+    -------
+    str
+        The line; "" for other data.
     """
     if data.request is None or data.table is None:
         return ""
@@ -188,3 +252,9 @@ def mapping_markdown(data: UserData) -> str:
     opts = "".join(f"; --{k}: " + ", ".join(code(v) for v in vs) for k, vs in data.request.options.items())
     return (f"From the command line: <b id='cli-data'>{escape_markdown(str(shown), newline=' ')}</b>; "
             f"<span id='cli-mapping'>{pairs}</span>{opts}.")
+
+
+def __getattr__(name: str):
+    from medeval_kit.deprecation import deprecated_attribute
+
+    return deprecated_attribute(__name__, name, {"user_data": ("apps.app_data", app_data)})

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, MedevalError, SchemaError
 from medeval_kit.tables import escape_markdown
 
@@ -37,7 +38,19 @@ UPLOAD_TYPES = [".csv", ".tsv", ".txt", ".jsonl", ".ndjson", ".json", ".parquet"
 
 @dataclass(frozen=True)
 class Role:
-    """One column an app needs: its tidy name, what it holds, whether it is required, names it often has."""
+    """One column an app needs: its tidy name, what it holds, whether it is required, names it often has.
+
+    Parameters
+    ----------
+    name : str
+        The tidy (canonical) column name.
+    help : str
+        What the column holds, for the app's table of roles.
+    required : bool, default True
+        Whether the app needs it.
+    aliases : tuple of str
+        Names the column often has in other tools' files (matched when guessing the mapping).
+    """
 
     name: str
     help: str
@@ -144,7 +157,25 @@ def read_user_file(path: str | Path, *, name: str | None = None) -> pd.DataFrame
 
 
 def read_upload(name: str, contents: bytes) -> pd.DataFrame:
-    """Return the uploaded file as a table: :func:`read_user_file` of a temporary copy named ``name``."""
+    """Read an uploaded file as a table.
+
+    Parameters
+    ----------
+    name : str
+        The uploaded file's name (its extension picks the format).
+    contents : bytes
+        The file's bytes.
+
+    Returns
+    -------
+    DataFrame
+        The table as :func:`read_user_file` reads a temporary copy named ``name``.
+
+    Raises
+    ------
+    DataFileError
+        The file cannot be read (the message names it).
+    """
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / (Path(name).name or "upload")
         path.write_bytes(contents)
@@ -170,10 +201,22 @@ BUNDLED: dict[str, dict[str, Callable[[], pd.DataFrame]]] = {
 
 
 def table_note(table: pd.DataFrame, source: str) -> str:
-    """Return a one-line Markdown note: which data is shown, its rows and columns.
+    """Say in one Markdown line which data is shown, with its rows and columns.
 
     Column names sit in ``<code>`` elements, escaped by :func:`~medeval_kit.tables.escape_markdown`: a
     backtick in a name cannot close a Markdown code span and let the rest of the name through as HTML.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The data shown.
+    source : str
+        Where it comes from.
+
+    Returns
+    -------
+    str
+        The note.
     """
     cols = ", ".join(f"<code>{escape_markdown(c, newline=' ')}</code>" for c in table.columns[:20])
     more = " ..." if table.shape[1] > 20 else ""
@@ -182,12 +225,34 @@ def table_note(table: pd.DataFrame, source: str) -> str:
 
 
 def notes_markdown(notes: Sequence[str]) -> str:
-    """Return the reader's notes (which quote the user's labels) as one escaped Markdown line."""
+    """Return the reader's notes (which quote the user's labels) as one escaped Markdown line.
+
+    Parameters
+    ----------
+    notes : sequence of str
+        The notes.
+
+    Returns
+    -------
+    str
+        One line; "" when there are none.
+    """
     return "; ".join(escape_markdown(n, newline=" ") for n in notes)
 
 
 def roles_markdown(app: str) -> str:
-    """Return a Markdown table of the app's roles: column role, required or not, what it holds."""
+    """Describe an app's roles as a Markdown table.
+
+    Parameters
+    ----------
+    app : {"agreement", "judgments", "rounds"}
+        The app.
+
+    Returns
+    -------
+    str
+        Column role, required or not, and what it holds.
+    """
     lines = ["| role | needed | what the column holds |", "|:---|:---|:---|"]
     lines += [f"| `{r.name}` | {'yes' if r.required else 'optional'} | {r.help} |" for r in ROLES[app]]
     return "\n".join(lines)
@@ -200,10 +265,22 @@ def _norm(name: str) -> str:
 
 
 def guess_mapping(columns: Sequence, app: str) -> dict[str, str | None]:
-    """Return ``{role: column or None}``: the exact name first, then a known alias, then a similar name.
+    """Guess which column plays each role: the exact name first, then a known alias, then a similar name.
 
-    Each column plays at most one role; a pass over all roles ends before the next, looser pass starts,
-    so an exact ``label`` column is never taken by a similar name of another role.
+    Each column plays at most one role; a pass over all roles ends before the next, looser pass starts, so
+    an exact ``label`` column is never taken by a similar name of another role.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The file's columns.
+    app : {"agreement", "judgments", "rounds"}
+        The app.
+
+    Returns
+    -------
+    dict of str to str or None
+        ``{role: column}``; ``None`` where nothing fits.
     """
     cols = [str(c) for c in columns]
     roles = ROLES[app]
@@ -235,8 +312,29 @@ def guess_mapping(columns: Sequence, app: str) -> dict[str, str | None]:
 def check_mapping(
     columns: Sequence, mapping: Mapping[str, Any], app: str, *, source: str | None = None
 ) -> dict[str, str]:
-    """Return ``{role: column}`` for the mapped roles; raise SchemaError when a required role has no column,
-    a mapped column is not in the file, or one column is mapped to two roles."""
+    """Check a column mapping against the file.
+
+    Parameters
+    ----------
+    columns : sequence of str
+        The file's columns.
+    mapping : mapping of str to str or None
+        ``{role: column}`` chosen in the app (``None`` or ``""`` leaves a role unmapped).
+    app : {"agreement", "judgments", "rounds"}
+        The app.
+    source : str, optional
+        The file's name, for errors.
+
+    Returns
+    -------
+    dict of str to str
+        ``{role: column}`` for the mapped roles.
+
+    Raises
+    ------
+    SchemaError
+        A required role has no column, a mapped column is not in the file, or one column is mapped to two roles.
+    """
     table, cols = TABLES[app], [str(c) for c in columns]
     out = {r.name: str(mapping[r.name]) for r in ROLES[app] if mapping.get(r.name) not in (None, "")}
     for r in ROLES[app]:
@@ -271,7 +369,22 @@ def _in_user_terms(exc: SchemaError, m: Mapping[str, str]) -> SchemaError:
 
 
 def attempt(fn: Callable, *args, **kwargs) -> tuple[Any, str]:
-    """Return ``(fn(...), "")``, or ``(None, message)`` when it raises a MedevalError (for the apps' callouts)."""
+    """Call a function and turn a :class:`~medeval_kit.errors.MedevalError` into a message for the app.
+
+    Parameters
+    ----------
+    fn : callable
+        What to call.
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    value : object
+        ``fn``'s result, or ``None`` when it raised.
+    message : str
+        ``""``, or the error's message.
+    """
     try:
         return fn(*args, **kwargs), ""
     except MedevalError as exc:
@@ -288,11 +401,28 @@ def _rows(mask) -> list[int]:
 def annotations_from_table(
     table: pd.DataFrame, mapping: Mapping[str, Any], *, source: str | None = None
 ) -> tuple[pd.DataFrame, list[str], list[str]]:
-    """Return ``(annotations, humans by the rater-kind column, label notes)`` from the user's mapped table.
+    """Turn the user's mapped table into annotations.
 
-    The table goes through :func:`medeval_kit.agreement.read_checked` (labels as written, all-numeric
-    labels as numbers, an empty cell is a missing label); ``criterion`` is ``overall`` when not mapped.
-    Humans are the raters whose rater kind is ``human`` ([] without a rater-kind column).
+    The table goes through :func:`medeval_kit.agreement.read_checked` (labels as written, all-numeric labels
+    as numbers, an empty cell is a missing label); ``criterion`` is ``overall`` when not mapped.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The user's table.
+    mapping : mapping of str to str or None
+        ``{role: column}`` chosen in the app (``None`` or ``""`` leaves a role unmapped).
+    source : str, optional
+        The file's name, for errors.
+
+    Returns
+    -------
+    annotations : DataFrame
+        ``item, rater, label, criterion`` [, ``rater_kind``].
+    humans : list of str
+        The raters whose rater kind is ``human`` (empty without a rater-kind column).
+    notes : list of str
+        The label checks' findings (:func:`medeval_kit.agreement.check_labels`).
     """
     from medeval_kit.agreement.io import read_checked
     from medeval_kit.agreement.panel import HUMAN_KINDS, JUDGE_KINDS
@@ -335,7 +465,20 @@ def _verdict_kind(v: str) -> str | None:
 
 
 def unknown_verdicts(table: pd.DataFrame | None, column: str | None) -> list[str]:
-    """Return the verdict values that are neither model terms (A/B/tie) nor slot terms (first/second)."""
+    """List the verdict values that are neither model terms (A/B/tie) nor slot terms (first/second).
+
+    Parameters
+    ----------
+    table : DataFrame or None
+        The user's table.
+    column : str or None
+        Its verdict column.
+
+    Returns
+    -------
+    list of str
+        The unknown values, sorted; empty when there is no table or column.
+    """
     if table is None or not column or column not in table.columns:
         return []
     vals = {t for t in map(_text, table[column]) if t is not None}
@@ -345,13 +488,29 @@ def unknown_verdicts(table: pd.DataFrame | None, column: str | None) -> list[str
 def judgments_from_table(
     table: pd.DataFrame, mapping: Mapping[str, Any], *, source: str | None = None, failed: Sequence[str] = ()
 ) -> pd.DataFrame:
-    """Return two-order pairwise judgments with ``verdict`` in model terms (A/B/tie/neither) and ``parse_status``.
+    """Turn the user's mapped table into two-order pairwise judgments.
 
-    Verdicts may name the model (A/B) or the presented slot (first/second; mapped to A/B with the
-    order). An empty cell, a ``failed`` token or a ``parse_status`` other than ``ok`` is a failed
-    parse (``parse_status = "failed"``, verdict None), never a tie. Orders must be AB / BA. The
-    result passes :func:`medeval_kit.bias.check_pairwise` (both orders per pair, no duplicates);
-    unmapped judge / criterion / repeat become ``judge`` / ``overall`` / 0, missing texts "".
+    Verdicts may name the model (A/B) or the presented slot (first/second; mapped to A/B with the order).
+    An empty cell, a ``failed`` token or a ``parse_status`` other than ``ok`` is a failed parse
+    (``parse_status = "failed"``, verdict None), never a tie. Orders must be AB / BA. The result passes
+    :func:`medeval_kit.bias.check_pairwise` (both orders per pair, no duplicates); unmapped judge /
+    criterion / repeat become ``judge`` / ``overall`` / 0, missing texts "".
+
+    Parameters
+    ----------
+    table : DataFrame
+        The user's table.
+    mapping : mapping of str to str or None
+        ``{role: column}`` chosen in the app (``None`` or ``""`` leaves a role unmapped).
+    source : str, optional
+        The file's name, for errors.
+    failed : sequence of str
+        Further verdict values that mean a failed parse.
+
+    Returns
+    -------
+    DataFrame
+        Judgments with ``verdict`` in model terms (A/B/tie/neither) and ``parse_status``.
     """
     from medeval_kit.bias import check_pairwise
     from medeval_kit.pairwise import ORDERS, to_slot, unswap
@@ -413,10 +572,24 @@ def _integers(d: pd.DataFrame, role: str, m: Mapping[str, str], table: str, sour
 
 
 def flip_table(judgments: pd.DataFrame, *, judge: str, criterion: str) -> pd.DataFrame:
-    """Return one row per item with the (majority) verdict in each order and whether it flipped.
+    """List each item's (majority) verdict in each order and whether it flipped.
 
-    Verdicts are in model terms (A/B/tie); rows with parse failures count in ``n_failed`` and
-    their verdict is shown as ``"<failed>"``, so a failure is never read as a flip or a tie.
+    Verdicts are in model terms (A/B/tie); rows with parse failures count in ``n_failed`` and their verdict
+    is shown as ``"<failed>"``, so a failure is never read as a flip or a tie.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        Two-order pairwise judgments (:func:`judgments_from_table`).
+    judge : str
+        The judge to show.
+    criterion : str
+        The criterion to show.
+
+    Returns
+    -------
+    DataFrame
+        One row per item: the verdict per order, ``flipped`` and ``n_failed``.
     """
     j = judgments[(judgments["judge"] == judge) & (judgments["criterion"] == criterion)].copy()
     j["shown"] = j["verdict"].astype(object).where(j["parse_status"] == "ok", "<failed>")
@@ -434,7 +607,18 @@ def flip_table(judgments: pd.DataFrame, *, judge: str, criterion: str) -> pd.Dat
 
 
 def shown_text(v) -> str:
-    """Return a cell as text safe inside Markdown (:func:`~medeval_kit.tables.escape_markdown`), "" when missing."""
+    """Return a cell as text safe inside Markdown (:func:`~medeval_kit.tables.escape_markdown`).
+
+    Parameters
+    ----------
+    v : object
+        The cell.
+
+    Returns
+    -------
+    str
+        The escaped text; "" when missing.
+    """
     return escape_markdown(_text(v) or "")
 
 
@@ -499,13 +683,44 @@ def pair_markdown(row: Mapping[str, Any]) -> str:
 
 
 def response_markdown(row: Mapping[str, Any], side: str) -> str:
-    """Return ``**Response A**`` (``side="a"``) or B and its text, escaped, as Markdown."""
+    """Show one response of a pair as Markdown: ``**Response A**`` and its escaped text.
+
+    Parameters
+    ----------
+    row : mapping
+        A judgments row with ``text_a`` and ``text_b``.
+    side : {"a", "b"}
+        Which response.
+
+    Returns
+    -------
+    str
+        The Markdown.
+    """
     return f"**Response {side.upper()}**\n\n{shown_text(row.get(f'text_{side}'))}"
 
 
+@shared_docs
 def position_summary(judgments: pd.DataFrame, *, judge: str, criterion: str, n_boot: int = 1000,
                      seed: int = 0) -> pd.DataFrame:
-    """Return :func:`medeval_kit.bias.position_bias` rows (flip rate, first-slot rate ...) of one judge, criterion."""
+    """Summarise one judge's position bias on one criterion.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        Two-order pairwise judgments.
+    judge : str
+        The judge.
+    criterion : str
+        The criterion.
+    {n_boot}
+    {seed}
+
+    Returns
+    -------
+    DataFrame
+        The :func:`medeval_kit.bias.position_bias` rows (flip rate, first-slot rate ...) with their CIs.
+    """
     from medeval_kit.bias import position_bias
 
     j = judgments[(judgments["judge"] == judge) & (judgments["criterion"] == criterion)]
@@ -555,12 +770,26 @@ def _scores(d: pd.DataFrame, m: Mapping[str, str], source: str | None) -> tuple[
 
 
 def rounds_from_table(table: pd.DataFrame, mapping: Mapping[str, Any], *, source: str | None = None) -> pd.DataFrame:
-    """Return the user's mapped table as a validated ``rounds`` table (:mod:`medeval_kit.schemas`).
+    """Turn the user's mapped table into a validated ``rounds`` table (:mod:`medeval_kit.schemas`).
 
-    Scores are numbers or ``x/y`` strings (parsed by :func:`~medeval_kit.datasets.parse_score_string`;
-    an unparsable score is NA with ``parse_status = "failed"`` and its text kept in ``raw_score``).
-    Unmapped roles: aspect ``total``, stop on each item's last round, best = the highest total
+    Scores are numbers or ``x/y`` strings (parsed by :func:`~medeval_kit.datasets.parse_score_string`; an
+    unparsable score is NA with ``parse_status = "failed"`` and its text kept in ``raw_score``). Unmapped
+    roles: aspect ``total``, stop on each item's last round, best = the highest total
     (:func:`medeval_kit.rounds.fill_best_rounds`), critique and text "".
+
+    Parameters
+    ----------
+    table : DataFrame
+        The user's table.
+    mapping : mapping of str to str or None
+        ``{role: column}`` chosen in the app (``None`` or ``""`` leaves a role unmapped).
+    source : str, optional
+        The file's name, for errors.
+
+    Returns
+    -------
+    DataFrame
+        The rounds table.
     """
     from medeval_kit.rounds import fill_best_rounds
     from medeval_kit.schemas import validate
@@ -591,8 +820,22 @@ def rounds_from_table(table: pd.DataFrame, mapping: Mapping[str, Any], *, source
 
 # --------------------------------------------------------------------------- marimo widgets
 def mapping_form(table: pd.DataFrame, app: str, mapping: Mapping[str, str | None] | None = None):
-    """Return a ``mo.ui.dictionary`` of labelled dropdowns (role -> column), pre-filled with ``mapping``
-    (a :class:`~medeval_kit.apps.UserData`'s; default :func:`guess_mapping`)."""
+    """Build the app's column-mapping form: one labelled dropdown per role.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The user's table (its columns are the choices).
+    app : {"agreement", "judgments", "rounds"}
+        The app.
+    mapping : mapping of str to str or None, optional
+        The pre-filled mapping (a :class:`~medeval_kit.apps.UserData`'s); default :func:`guess_mapping`.
+
+    Returns
+    -------
+    marimo.ui.dictionary
+        The dropdowns, role -> column.
+    """
     import marimo as mo
 
     guess = guess_mapping(table.columns, app) if mapping is None else mapping
@@ -605,7 +848,18 @@ def mapping_form(table: pd.DataFrame, app: str, mapping: Mapping[str, str | None
 
 
 def problem_callout(message: str):
-    """Return a red marimo callout showing ``message`` as plain text (escaped, wrapped)."""
+    """Show a problem as a red marimo callout (the message as plain text, escaped and wrapped).
+
+    Parameters
+    ----------
+    message : str
+        The problem.
+
+    Returns
+    -------
+    marimo Html
+        The callout.
+    """
     import marimo as mo
 
     return mo.callout(mo.Html(f"<p class='medeval-problem' style='white-space: pre-wrap'>{html.escape(message)}</p>"),
@@ -616,6 +870,11 @@ def stop_on_problem(message: str) -> None:
     """Stop the marimo cell on a problem: a :func:`problem_callout` in the app, the message on stderr in a script.
 
     Does nothing when ``message`` is "".
+
+    Parameters
+    ----------
+    message : str
+        The problem, or "".
     """
     import sys
 

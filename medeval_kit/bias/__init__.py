@@ -4,8 +4,8 @@ preference; k-slot preference and score effects), ``length`` (length bias and th
 win rate), ``self_preference`` (Delta_self / Delta_family over a lineage map) and ``letters`` (the one
 correct-letter balance of multiple-choice items) and ``calibration`` (Wang et al. 2023's MEC, BPC and
 human-in-the-loop calibration: agreement with humans before and after, the review queue by BPDE, the
-review-budget curve). Inputs are long DataFrames with column names as
-keyword arguments; every statistic row follows the result contract (``estimate, ci_low, ci_high,
+review-budget curve). Inputs are long DataFrames under the canonical column names; yours are mapped
+once with ``columns={canonical: yours}`` (:mod:`medeval_kit.columns`); every statistic row follows the result contract (``estimate, ci_low, ci_high,
 ci_method, n_items, n_failed, note``) with ``judge, criterion, metric`` first (``RESULT_COLUMNS``).
 Parse failures (``parse_status != "ok"`` or NA verdicts) are counted in ``n_failed`` and excluded from
 every rate; they are never turned into ties. Plots are in :mod:`medeval_kit.viz.bias`, the
@@ -25,7 +25,6 @@ from medeval_kit.bias.inputs import (
                                      pairwise_from_annotations,
                                      pairwise_to_response_scores,
                                      read_judgments,
-                                     user_judgments,
 )
 from medeval_kit.bias.length import (
                                      length_bias,
@@ -49,7 +48,6 @@ __all__ = [
     "RESULT_COLUMNS",
     "calibration", "calibrate", "calibration_effect", "review_queue", "budget_curve", "synthetic_scored_pairwise",
     "read_judgments",
-    "user_judgments",
     "check_pairwise",
     "pairwise_from_annotations",
     "pairwise_to_response_scores",
@@ -70,3 +68,12 @@ __all__ = [
     "self_preference",
     "simulate_self_preference",
 ]
+
+# old names, kept for one release (issue 24): one reader per table, ``read_<what>``
+_OLD = {"user_judgments": ("bias.read_judgments", read_judgments)}
+
+
+def __getattr__(name: str):
+    from medeval_kit.deprecation import deprecated_attribute
+
+    return deprecated_attribute(__name__, name, _OLD)

@@ -28,12 +28,15 @@ import pandas as pd
 from medeval_kit import results
 from medeval_kit.agreement import majority_vote
 from medeval_kit.bias._common import bootstrap_p
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError, SchemaError
+from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.pairwise.resolve import resolve_calibrated
 from medeval_kit.stats import item_draws, percentile_interval
 
 __all__ = ["METHODS", "METHOD_LABELS", "CATEGORIES", "calibrate", "reference_labels", "truth_annotations",
-           "calibration_effect", "review_queue", "budget_curve", "synthetic_scored_pairwise"]
+           "calibration_effect", "effect_against_target", "review_queue", "budget_curve", "synthetic_scored_pairwise"]
 
 METHODS = ("vanilla", "mec", "bpc", "mec_bpc", "hitl")
 METHOD_LABELS = {
@@ -51,21 +54,16 @@ _PERCENTILE = "percentile bootstrap over items (B={n})"
 
 
 # =========================================================================== the judge read four ways
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "repeat", "verdict", "score_a", "score_b", "parse_status")
 def calibrate(
     judgments: pd.DataFrame,
     *,
     margin: str = "auto",
     tie_margin: float = 0.0,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    repeat: str = "repeat",
-    verdict: str = "verdict",
-    score_a: str = "score_a",
-    score_b: str = "score_b",
-    parse_status: str | None = "parse_status",
     reversed_criteria: Collection[str] | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Return one row per (judge, criterion, item): the judge's verdict by each method, and its uncertainty.
 
@@ -73,11 +71,41 @@ def calibrate(
     mean over the repeats of each order), ``bpc``, ``mec_bpc`` (both orders balanced), ``margin`` (the
     balanced mean margin of A), ``p_a``, ``p_b``, ``p_tie`` and ``entropy`` (BPDE over every call, nats),
     ``n_calls``, ``n_ok``, ``n_failed``, ``resolution`` (``failed``: an order has no parsed call),
-    ``missing_order``, ``margin_source`` and ``n_repeats`` (the most repeats of an order). The columns of
-    ``judgments`` are named by the keyword arguments; ``judge`` / ``criterion`` / ``repeat`` absent under
-    their default names mean one judge / one criterion / an order's calls as its repeats (in file order).
-    Raises :class:`SchemaError` naming a missing column.
+    ``missing_order``, ``margin_source`` and ``n_repeats`` (the most repeats of an order). ``judge`` /
+    ``criterion`` / ``repeat`` absent mean one judge / one criterion / an order's calls as its repeats (in
+    file order).
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        Pairwise calls in both orders: ``item, order``, ``verdict`` and/or ``score_a``/``score_b``, and
+        optionally ``judge``, ``criterion``, ``repeat``, ``parse_status``.
+    margin : {"auto", "scores", "verdicts"}, default "auto"
+        Where a call's margin of A comes from (:data:`medeval_kit.pairwise.resolve.MARGIN_SOURCES`).
+    tie_margin : float, default 0.0
+        Margins within ``+-tie_margin`` are ties.
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per (judge, criterion, item) with the columns above.
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing (named as in your table).
+
+    Examples
+    --------
+    >>> calls, humans = synthetic_scored_pairwise(20, samples=3, seed=0)
+    >>> cal = calibrate(calls)
+    >>> len(cal), sorted(cal["resolution"].unique())
+    (20, ['calibrated'])
     """
+    item, judge, criterion, order, repeat, verdict = "item", "judge", "criterion", "order", "repeat", "verdict"
     d = judgments.copy()
     for col, default in ((judge, "judge"), (criterion, "criterion")):
         if col not in d.columns and col == default:
@@ -88,10 +116,8 @@ def calibrate(
         raise SchemaError("judgments", missing[0], [], f"missing column(s) {missing}; present: {list(d.columns)}")
     if repeat not in d.columns:  # absent under its default name: the calls of an order are its repeats
         d[repeat] = d.groupby([item, judge, criterion, order]).cumcount()
-    cols = dict(item=item, judge=judge, criterion=criterion, order=order, repeat=repeat, verdict=verdict,
-                score_a=score_a, score_b=score_b, parse_status=parse_status, reversed_criteria=reversed_criteria)
-    bpc = resolve_calibrated(d, "bpc", margin=margin, tie_margin=tie_margin, **cols)
-    both = resolve_calibrated(d, "mec_bpc", margin=margin, tie_margin=tie_margin, **cols)
+    bpc = resolve_calibrated(d, "bpc", margin=margin, tie_margin=tie_margin, reversed_criteria=reversed_criteria)
+    both = resolve_calibrated(d, "mec_bpc", margin=margin, tie_margin=tie_margin, reversed_criteria=reversed_criteria)
     keys = [judge, criterion, item]
     reps = d.groupby([item, judge, criterion, order]).size().groupby([item, judge, criterion]).max()
     out = pd.DataFrame({
@@ -129,9 +155,10 @@ def reference_labels(humans: pd.DataFrame, *, item: str = "item", rater: str = "
     groups = h.groupby(criterion, sort=True) if criterion in h.columns else [(None, h)]
     parts = []
     for crit, g in groups:
-        mv = majority_vote(g, item=item, rater=rater, label="_label", categories=list(CATEGORIES))
-        parts.append(pd.DataFrame({"item": mv[item].astype(str), "criterion": crit,
-                                   "reference": mv["_label"].astype(object).where(mv["_label"].notna(), None),
+        votes = pd.DataFrame({"item": g[item].to_numpy(), "rater": g[rater].to_numpy(), "label": g["_label"].to_numpy()})
+        mv = majority_vote(votes, categories=list(CATEGORIES))
+        parts.append(pd.DataFrame({"item": mv["item"].astype(str), "criterion": crit,
+                                   "reference": mv["label"].astype(object).where(mv["label"].notna(), None),
                                    "n_votes": mv["n_votes"].astype(int)}))
     return pd.concat(parts, ignore_index=True)
 
@@ -216,6 +243,9 @@ def _joined(calibrated: pd.DataFrame, humans: pd.DataFrame, human_cols: dict) ->
 
 
 # =========================================================================== before / after
+@shared_docs
+@columns_compat
+@takes_columns("item", "rater", "label", "criterion", "rater_kind")
 def calibration_effect(
     calibrated: pd.DataFrame,
     humans: pd.DataFrame,
@@ -227,10 +257,7 @@ def calibration_effect(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
-    criterion: str = "criterion",
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Agreement with the human reference before and after calibration, with paired item-bootstrap CIs.
 
@@ -243,6 +270,36 @@ def calibration_effect(
     for both (paired). Every method is scored on the same items: those with a reference and a label by
     every method; ``n_failed`` counts the referenced items left out because the judge failed on them.
     ``hitl`` gives the top ``hitl_share * n`` items (rounded half up) of :func:`review_queue` the reference label.
+
+    Parameters
+    ----------
+    calibrated : DataFrame
+        The table of :func:`calibrate`.
+    humans : DataFrame
+        Human labels: ``item, rater, label`` (A/B/tie), optionally ``criterion`` and ``rater_kind`` (only
+        ``human`` rows count when present).
+    methods : sequence of str, default all of :data:`METHODS`
+        The methods to score.
+    baseline : str, default "vanilla"
+        The method the differences are taken against.
+    metrics : sequence of {"accuracy", "kappa"}, default both
+        The agreement metrics.
+    hitl_share : float, default 0.2
+        The share of items a physician reviews under ``hitl``.
+    {n_boot}
+    {confidence}
+    {seed}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Keys ``judge, criterion, metric, method, comparison, baseline``, the contract columns and ``p_value``.
+
+    Raises
+    ------
+    ParameterError
+        An unknown method or metric, or ``hitl_share`` outside [0, 1].
     """
     methods = list(dict.fromkeys(methods))
     unknown = [m for m in [*methods, baseline] if m not in METHODS]
@@ -254,7 +311,7 @@ def calibration_effect(
         methods = [baseline, *methods]
     if not 0 <= hitl_share <= 1:
         raise ParameterError(f"hitl_share must be in [0, 1]; got {hitl_share}")
-    joined = _joined(calibrated, humans, dict(item=item, rater=rater, label=label, criterion=criterion))
+    joined = _joined(calibrated, humans, {})
     rng = np.random.default_rng(seed)
     rows = []
     for (j, c), g in joined.groupby(["judge", "criterion"], sort=True):
@@ -295,6 +352,43 @@ def calibration_effect(
     return results.result_frame(rows, keys=["judge", "criterion", "metric", "method", "comparison", "baseline"])
 
 
+def effect_against_target(
+    calibrated: pd.DataFrame,
+    humans: pd.DataFrame,
+    target_calibrated: pd.DataFrame,
+    target_humans: pd.DataFrame,
+    *,
+    hitl_share: float = 0.2,
+    n_boot: int = 1000,
+    seed: int = 0,
+    in_ci: bool = False,
+) -> pd.DataFrame:
+    """:func:`calibration_effect` of a biased judge next to what an unbiased judge reaches: a planted-bias check.
+
+    ``calibrated``/``humans`` are the biased judge's :func:`calibrate` table and its human labels (e.g. a
+    synthetic judge with a planted first-slot bonus); ``target_calibrated``/``target_humans`` the same for an
+    unbiased judge on a large population (bias 0), whose point estimates (``n_boot=0``) are the target. The
+    result is the biased judge's effect table (CIs from ``n_boot`` replicates) with ``unbiased_target``: the
+    target's ``level`` estimate of the same metric and method; ``in_ci=True`` adds ``target_in_ci``, whether
+    the target lies within the row's CI (a method that removes the bias covers it).
+
+    Example
+    -------
+    >>> calls, humans = synthetic_scored_pairwise(60, position_bonus=2.0, samples=3, seed=0)
+    >>> pop, pop_humans = synthetic_scored_pairwise(600, position_bonus=0.0, samples=3, seed=1)
+    >>> out = effect_against_target(calibrate(calls), humans, calibrate(pop), pop_humans, n_boot=50, in_ci=True)
+    >>> {"unbiased_target", "target_in_ci"} <= set(out.columns)
+    True
+    """
+    effect = calibration_effect(calibrated, humans, hitl_share=hitl_share, n_boot=n_boot, seed=seed)
+    target = calibration_effect(target_calibrated, target_humans, hitl_share=hitl_share, n_boot=0)
+    level = target.loc[target["comparison"] == "level", ["metric", "method", "estimate"]]
+    out = effect.merge(level.rename(columns={"estimate": "unbiased_target"}), on=["metric", "method"], how="left")
+    if in_ci:
+        out["target_in_ci"] = (out["ci_low"] <= out["unbiased_target"]) & (out["unbiased_target"] <= out["ci_high"])
+    return out
+
+
 # =========================================================================== human in the loop
 def review_queue(calibrated: pd.DataFrame, *, top: int | None = None) -> pd.DataFrame:
     """The items to send to a physician first, per judge and criterion: judge failures, then highest BPDE.
@@ -305,6 +399,18 @@ def review_queue(calibrated: pd.DataFrame, *, top: int | None = None) -> pd.Data
     (``judge failed`` / ``uncertain`` / ``certain`` when the entropy is 0), ``entropy``, ``margin``,
     ``mec_bpc`` (the calibrated verdict), ``p_a``, ``p_b``, ``p_tie``, ``n_ok``, ``n_failed``. ``top`` keeps
     the first ``top`` items of each group.
+
+    Parameters
+    ----------
+    calibrated : DataFrame
+        The table of :func:`calibrate`.
+    top : int, optional
+        Keep the first ``top`` items per judge and criterion; default all.
+
+    Returns
+    -------
+    DataFrame
+        The queue, with the columns above.
     """
     parts = []
     for (_, _), g in calibrated.groupby(["judge", "criterion"], sort=True):
@@ -318,6 +424,9 @@ def review_queue(calibrated: pd.DataFrame, *, top: int | None = None) -> pd.Data
     return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "rater", "label", "criterion", "rater_kind")
 def budget_curve(
     calibrated: pd.DataFrame,
     humans: pd.DataFrame,
@@ -326,10 +435,7 @@ def budget_curve(
     n_boot: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
-    criterion: str = "criterion",
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Agreement with the human reference when the top-m items of :func:`review_queue` take the human label.
 
@@ -338,10 +444,33 @@ def budget_curve(
     ``gain_per_review`` (gain / m), ``random`` (the expected accuracy when m items drawn at random are
     reviewed: a0 + (m / n)(1 - a0)) and ``oracle`` (every judge error reviewed first). Items where
     ``method`` has no label are left out (``n_failed``); a reviewed item counts as agreeing.
+
+    Parameters
+    ----------
+    calibrated : DataFrame
+        The table of :func:`calibrate`.
+    humans : DataFrame
+        Human labels (see :func:`calibration_effect`).
+    method : {"vanilla", "mec", "bpc", "mec_bpc"}, default "mec_bpc"
+        The judge's method before review.
+    {n_boot}
+    {confidence}
+    {seed}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Keys ``judge, criterion, method, reviewed``, the contract columns and the extras above.
+
+    Raises
+    ------
+    ParameterError
+        An unknown method.
     """
     if method not in ("vanilla", "mec", "bpc", "mec_bpc"):
         raise ParameterError(f"method must be one of vanilla, mec, bpc, mec_bpc; got {method!r}")
-    joined = _joined(calibrated, humans, dict(item=item, rater=rater, label=label, criterion=criterion))
+    joined = _joined(calibrated, humans, {})
     rng = np.random.default_rng(seed)
     rows = []
     for (j, c), g in joined.groupby(["judge", "criterion"], sort=True):
@@ -378,6 +507,7 @@ def budget_curve(
 
 
 # =========================================================================== synthetic data
+@shared_docs
 def synthetic_scored_pairwise(
     n_items: int = 300,
     *,
@@ -386,9 +516,11 @@ def synthetic_scored_pairwise(
     noise: float = 1.5,
     spread: float = 1.5,
     tie_band: float = 0.5,
-    judge: str = "judge",
-    criterion: str = "overall",
+    judge_name: str = "judge",
+    criterion_name: str = "overall",
     seed: int = 0,
+    judge: str | None = None,
+    criterion: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Return ``(judgments, humans)``: a scoring judge with a planted first-slot bonus, and the human labels.
 
@@ -400,7 +532,47 @@ def synthetic_scored_pairwise(
     generator is the unbiased judge, so the agreement that calibration should recover is known.
     Columns as the ``pairwise_mec`` protocol writes them: ``score_a``/``score_b`` (model terms),
     ``score_first``/``score_second``, ``slot_verdict``, ``verdict``, ``score`` (margin of A).
+
+    Parameters
+    ----------
+    n_items : int, default 300
+        Items (pairs).
+    position_bonus : float, default 2.0
+        Points added to the response shown first.
+    samples : int, default 3
+        Repeats per order.
+    noise : float, default 1.5
+        SD of the judge's scoring noise.
+    spread : float, default 1.5
+        SD of the responses' quality.
+    tie_band : float, default 0.5
+        Quality differences within it are human ties.
+    judge_name : str, default "judge"
+        The judge's name in the table.
+    criterion_name : str, default "overall"
+        The criterion's name in both tables.
+    {seed}
+    judge, criterion : str, optional
+        Deprecated names of ``judge_name`` and ``criterion_name``.
+
+    Returns
+    -------
+    tuple of DataFrame
+        ``(judgments, humans)``: synthetic data (not a result), the judge's calls and the humans' labels.
+
+    Examples
+    --------
+    >>> calls, humans = synthetic_scored_pairwise(10, samples=2, seed=0)
+    >>> len(calls), len(humans)
+    (40, 10)
     """
+    if judge is not None or criterion is not None:
+        import warnings
+
+        warnings.warn("synthetic_scored_pairwise(judge=, criterion=) are deprecated; use judge_name=, criterion_name=",
+                      DeprecationWarning, stacklevel=2)
+        judge_name, criterion_name = judge or judge_name, criterion or criterion_name
+    judge, criterion = judge_name, criterion_name
     if samples < 1 or n_items < 1:
         raise ParameterError("n_items and samples must be >= 1")
     rng = np.random.default_rng(seed)

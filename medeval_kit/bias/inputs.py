@@ -9,13 +9,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from medeval_kit.bias._common import rows_of
+from medeval_kit.bias._common import legacy_columns, rows_of, user_column_error
+from medeval_kit.columns import Columns, apply_columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, SchemaError
 from medeval_kit.pairwise import ORDERS, SLOT_LABELS, to_slot, unswap
+from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.schemas import validate
 
 __all__ = ["read_judgments", "check_pairwise", "pairwise_from_annotations", "pairwise_to_response_scores",
-           "user_judgments", "VERDICT_TERMS", "MODEL_TERMS", "model_terms", "guess_verdict_terms",
+           "VERDICT_TERMS", "MODEL_TERMS", "model_terms", "guess_verdict_terms",
            "verdict_terms_advice", "nothing_left_to_score"]
 
 _TABLE = "judgments"
@@ -221,13 +224,14 @@ def verdict_terms_advice(unknown, present, terms: str, *, allowed: Collection[st
     return f"{shown} {verb} like {_TERMS_LOOK[t]}: {how}", rest
 
 
-def read_judgments(path: str | Path, *, text_columns: Collection[str] = (), sep: str | None = None,
-                   encoding: str | None = None) -> pd.DataFrame:
-    """Read a judgments file (CSV, TSV, JSONL, JSON array or Parquet); errors name the file and line.
+def _read_raw(path: str | Path, *, text_columns: Collection[str] = (), sep: str | None = None,
+              encoding: str | None = None) -> pd.DataFrame:
+    """Read a judgments file as it is (CSV, TSV, JSONL, JSON array or Parquet); errors name the file and line.
 
     ``text_columns`` (e.g. the verdict column) are read from CSV/TSV as written, without pandas' NA
     guessing: only an empty cell is missing, so a judge's literal ``NA`` or ``None`` token stays text.
-    ``sep`` / ``encoding``: the CSV/TSV layout, as in :func:`medeval_kit.datasets.read_table`.
+    ``sep`` / ``encoding``: the CSV/TSV layout, as in :func:`medeval_kit.datasets.read_table`. The
+    low-level reader behind :func:`read_judgments` and ``medeval position-bias``.
     """
     from medeval_kit.datasets._io import read_table, sniff_text_file
 
@@ -318,28 +322,45 @@ def _check_slots(d: pd.DataFrame, slot_verdict: str, source: str | None) -> pd.S
     return slot
 
 
-def check_pairwise(
-    df: pd.DataFrame,
-    *,
-    item: str = "item",
-    judge: str | None = "judge",
-    criterion: str | None = "criterion",
-    order: str = "order",
-    slot_verdict: str = "slot_verdict",
-    repeat: str | None = "repeat",
-    protocol: str | None = "protocol",
-    source: str | None = None,
-) -> pd.DataFrame:
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "slot_verdict", "repeat", "protocol")
+def check_pairwise(df: pd.DataFrame, *, source: str | None = None, columns: Columns = None) -> pd.DataFrame:
     """Check a two-order pairwise judgments table; return it with normalised columns, else raise.
 
     Errors (:class:`SchemaError`, naming ``source``, the column and the 0-based data rows):
     a missing column; more than one protocol; a non-pairwise protocol; a number of distinct orders
     other than two; an (item, judge, criterion) shown in only one order ("order without its swap");
     an unknown slot verdict; a duplicated (item, judge, criterion, order, repeat).
-    The returned copy has ``_judge``, ``_criterion``, ``_order`` (upper-case str), ``_slot``
-    (lower-case slot verdict or NA) and ``_repeat`` columns. ``judge`` / ``criterion`` of None or
-    "" mean one judge / one criterion.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Judgments: ``item, order, slot_verdict`` (first/second/tie/neither, NA for a failed parse) and
+        optionally ``judge``, ``criterion`` (absent: one judge, one criterion), ``repeat`` and ``protocol``.
+    {source}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        A copy with ``_judge``, ``_criterion``, ``_item``, ``_order`` (upper-case str), ``_slot`` (lower-case
+        slot verdict or NA) and ``_repeat`` columns added.
+
+    Raises
+    ------
+    SchemaError
+        The table fails a check above.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> d = check_pairwise(synthetic_pairwise(n_items=5, seed=0))
+    >>> sorted(d["_order"].unique().tolist())
+    ['AB', 'BA']
     """
+    item, judge, criterion, order, slot_verdict, repeat, protocol = (
+        "item", "judge", "criterion", "order", "slot_verdict", "repeat", "protocol")
     judge, criterion = judge or None, criterion or None
     _check_columns(df, (item, order, slot_verdict), judge, criterion, source)
     d = df.reset_index(drop=True).copy()
@@ -359,25 +380,50 @@ def check_pairwise(
     return d
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "rater", "criterion", "label", "len_a", "len_b")
 def pairwise_from_annotations(
     annotations: pd.DataFrame,
     lengths: pd.DataFrame | None = None,
     *,
-    item: str = "item",
-    rater: str = "rater",
-    criterion: str = "criterion",
-    label: str = "label",
-    order: str = "AB",
+    shown_order: str = "AB",
     reference_raters: Sequence[str] | None = None,
+    order: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Turn one-order pairwise ``annotations`` (labels A/B/tie) into a judgments-like frame.
 
-    Columns: ``item, judge, criterion, order, verdict, parse_status`` (``failed`` where the label
-    is NA), joined with ``lengths`` (``item, len_a, len_b``) when given. With ``reference_raters``
-    (e.g. the human annotators) a numeric ``reference_pref`` is added: the majority label of those
-    raters coded +1 (A), -1 (B), 0 (tie or no majority), usable as a quality covariate in
-    :func:`~medeval_kit.bias.length_bias`.
+    Parameters
+    ----------
+    annotations : DataFrame
+        ``item, rater, criterion, label`` (A/B/tie/neither; NA for a failed label).
+    lengths : DataFrame, optional
+        ``item, len_a, len_b`` (e.g. :func:`response_lengths`), joined by item.
+    shown_order : {"AB", "BA"}, default "AB"
+        The presentation order every annotation was made in (a value, not a column).
+    reference_raters : sequence of str, optional
+        Raters (e.g. the human annotators) whose majority label per item and criterion is added as
+        ``reference_pref``: +1 (A), -1 (B), 0 (tie or no majority), usable as a quality covariate in
+        :func:`~medeval_kit.bias.length_bias`.
+    order : str, optional
+        Deprecated name of ``shown_order``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``item, judge, criterion, order, verdict, parse_status`` (``failed`` where the label is NA), with
+        ``reference_pref`` and ``len_a, len_b`` when asked for.
     """
+    if order is not None:
+        import warnings
+
+        warnings.warn("pairwise_from_annotations(order=...) is deprecated; use shown_order=", DeprecationWarning,
+                      stacklevel=4)
+        shown_order = order
+    item, rater, criterion, label = "item", "rater", "criterion", "label"
+    order = shown_order
     d = pd.DataFrame({
         "item": annotations[item].astype(str).to_numpy(),
         "judge": annotations[rater].astype(str).to_numpy(),
@@ -393,27 +439,40 @@ def pairwise_from_annotations(
             lambda v: float(v.mode().iloc[0]) if len(v.mode()) == 1 else 0.0)
         d = d.merge(maj.rename("reference_pref").reset_index(), on=["item", "criterion"], how="left")
     if lengths is not None:
-        ln = lengths.rename(columns={item: "item"}).assign(item=lambda x: x["item"].astype(str))
+        ln = lengths.assign(item=lambda x: x["item"].astype(str))
         d = d.merge(ln[["item", "len_a", "len_b"]], on="item", how="left")
     return d
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "rater", "label", "model", "slot")
 def pairwise_to_response_scores(
     annotations: pd.DataFrame,
     responses: pd.DataFrame,
     *,
-    item: str = "item",
-    rater: str = "rater",
-    label: str = "label",
-    model: str = "model",
-    slot: str = "slot",
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Per-response scores from pairwise labels, for :func:`~medeval_kit.bias.self_preference`.
 
     The response in slot A scores 1 when the rater chose A, 0 when it chose B, 0.5 on a tie (and
-    the mirror for slot B); NA labels stay NA. Returns ``item, model, rater, score``. Since all
-    raters judged the same pair, the paired difference against peers keeps the opponent fixed.
+    the mirror for slot B); NA labels stay NA. Since all raters judged the same pair, the paired
+    difference against peers keeps the opponent fixed.
+
+    Parameters
+    ----------
+    annotations : DataFrame
+        Pairwise labels: ``item, rater, label`` (A/B/tie).
+    responses : DataFrame
+        The two responses per item: ``item, model, slot`` (A/B).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``item, model, rater, score``: two rows per label.
     """
+    item, rater, label, model, slot = "item", "rater", "label", "model", "slot"
     slots = responses[[item, model, slot]].astype({item: str})
     a = slots[slots[slot] == "A"].rename(columns={model: "model_a"}).drop(columns=slot)
     b = slots[slots[slot] == "B"].rename(columns={model: "model_b"}).drop(columns=slot)
@@ -479,52 +538,121 @@ def _verdict_terms(v: pd.Series, order: pd.Series, terms: str, column: str, sour
     return model, lab
 
 
-def user_judgments(
+@shared_docs
+def read_judgments(
     path: str | Path,
     *,
     from_format: str | None = None,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    verdict: str = "verdict",
     verdict_terms: str = "model",
-    repeat: str = "repeat",
-    parse_status: str = "parse_status",
     failed: Collection[str] | str = (),
-    protocol: str = "pairwise",
+    default_protocol: str = "pairwise",
+    sep: str | None = None,
+    encoding: str | None = None,
+    columns: Columns = None,
+    text_columns: Collection[str] | None = None,
+    **legacy,
 ) -> pd.DataFrame:
-    """The user's pairwise judgments file as a validated ``judgments`` table with the tidy column names.
+    """Read your pairwise judgments file as a validated ``judgments`` table with the canonical column names.
 
-    The user's ``item, judge, criterion, order, repeat, verdict, parse_status`` columns get those
-    names; ``verdict`` (model terms A/B/tie/neither) and ``slot_verdict`` (first/second/tie/neither)
-    are both filled: ``verdict_terms="model"`` means the column names the winning model (mapped to
-    slots with the AB/BA order), ``"slot"`` the winning presented slot; ``"model-any-case"`` (a/b too) and
+    Your ``item, judge, criterion, order, repeat, verdict, parse_status`` columns are mapped by
+    ``columns``; ``verdict`` (model terms A/B/tie/neither) and ``slot_verdict`` (first/second/tie/neither)
+    are both filled: ``verdict_terms="model"`` means the column names the winning model (mapped to slots
+    with the AB/BA order), ``"slot"`` the winning presented slot; ``"model-any-case"`` (a/b too) and
     ``"arena"`` (model_a/model_b/tie) are the other model vocabularies (:data:`VERDICT_TERMS`). Failure
-    tokens that leave no verdict naming a winner are an error (nothing left to score). A judge, criterion, order or
-    repeat column absent *under its default name* means one judge, one criterion (``overall``), one
-    order (``AB``: response A shown first) or one call per order; a column named otherwise must exist.
-    Empty verdicts and the ``failed`` tokens (a list or comma-separated) are failed parses, never ties;
-    a parse-status value other than ok/missing counts as failed. Other columns (lengths, model names)
-    are kept. ``from_format``: ``path`` is another tool's results file, read with
-    :func:`medeval_kit.readers.read_format` (already tidy; the column names are not used).
-    Errors name the file, the column and the rows.
+    tokens that leave no verdict naming a winner are an error (nothing left to score). A judge, criterion,
+    order or repeat column absent *under its canonical name* (and not mapped) means one judge, one
+    criterion (``overall``), one order (``AB``: response A shown first) or one call per order; a column
+    named in ``columns`` must exist. Empty verdicts and the ``failed`` tokens are failed parses, never
+    ties; a parse-status value other than ok/missing counts as failed. Other columns (lengths, model
+    names) are kept. Errors name the file, your column and the rows.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file (CSV, TSV, JSONL, JSON array or Parquet).
+    from_format : str, optional
+        ``path`` is another tool's results file, read with :func:`medeval_kit.readers.read_format`
+        (already tidy; ``columns`` is not used).
+    verdict_terms : {"model", "model-any-case", "arena", "slot"}, default "model"
+        The vocabulary of the verdict column (:data:`VERDICT_TERMS`).
+    failed : str or collection of str, default ()
+        Verdict cells that mean a failed parse (a list or a comma-separated string).
+    default_protocol : str, default "pairwise"
+        The ``protocol`` of every row when the file has no protocol column.
+    sep : str, optional
+        The CSV/TSV separator, as in :func:`medeval_kit.datasets.read_table`.
+    encoding : str, optional
+        The text encoding, as in :func:`medeval_kit.datasets.read_table`.
+    {columns}
+    text_columns : collection of str, optional
+        Deprecated: the old low-level ``read_judgments(path, text_columns=...)``, which returns the file as
+        it is (those columns read as written); it warns.
+    **legacy
+        The old per-column keywords of ``user_judgments`` (``item="case_id"`` ...) and its ``protocol=``,
+        accepted for one release with a ``DeprecationWarning``; use ``columns`` and ``default_protocol``.
+
+    Returns
+    -------
+    DataFrame
+        The ``judgments`` table (:mod:`medeval_kit.schemas`) with ``verdict``, ``slot_verdict``, ``raw``,
+        ``parse_status`` and ``protocol`` filled, and your other columns kept.
+
+    Raises
+    ------
+    SchemaError
+        A mapped column is missing, a verdict is outside the vocabulary, an order is not AB/BA for
+        model-terms verdicts, a repeat is not a whole number, or nothing is left to score.
+    DataFileError
+        The file cannot be read.
+
+    Examples
+    --------
+    >>> import pandas as pd, tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "calls.csv"
+    >>> pd.DataFrame({"case": ["q1", "q1"], "shown": ["AB", "BA"], "winner": ["A", "B"]}).to_csv(p, index=False)
+    >>> j = read_judgments(p, columns={"item": "case", "order": "shown", "verdict": "winner"})
+    >>> j[["item", "order", "verdict", "slot_verdict"]].values.tolist()
+    [['q1', 'AB', 'A', 'first'], ['q1', 'BA', 'B', 'first']]
     """
+    import warnings
+
+    if text_columns is not None:
+        warnings.warn("read_judgments(path, text_columns=...) (the file as it is) is deprecated; read_judgments "
+                      "now returns the validated judgments table (pass columns=)", DeprecationWarning, stacklevel=2)
+        return _read_raw(path, text_columns=text_columns, sep=sep, encoding=encoding)
+    if "protocol" in legacy:
+        warnings.warn("read_judgments(protocol=...) is deprecated; use default_protocol=", DeprecationWarning,
+                      stacklevel=2)
+        default_protocol = legacy.pop("protocol")
+    mapping = legacy_columns("read_judgments", columns, legacy, _READ_ROLES) or {}
+    try:
+        return _read_judgments(path, from_format, verdict_terms, failed, default_protocol, sep, encoding, mapping)
+    except SchemaError as e:
+        raise user_column_error(e, mapping) from None
+
+
+_READ_ROLES = ("item", "judge", "criterion", "order", "repeat", "verdict", "parse_status")
+
+
+def _read_judgments(path, from_format, verdict_terms, failed, protocol, sep, encoding, mapping) -> pd.DataFrame:
+    """:func:`read_judgments` after its keywords are sorted out."""
     src = str(path)
     if from_format:
         from medeval_kit.readers import read_format
 
         return read_format(from_format, path, table="judgments")
-    df = read_judgments(path, text_columns=[verdict])
-    cols = {"item": item, "judge": judge, "criterion": criterion, "order": order, "repeat": repeat,
-            "verdict": verdict, "parse_status": parse_status}
+    cols = {t: mapping.get(t, t) for t in _READ_ROLES}
+    verdict, repeat = cols["verdict"], cols["repeat"]
+    df = _read_raw(path, text_columns=[verdict], sep=sep, encoding=encoding)
     absent = [c for t, c in cols.items() if c not in df.columns and not (c == t and (t in _FILLED or t == "parse_status"))]
     if absent:
-        raise SchemaError(_TABLE, absent[0], [], f"column(s) {absent} not found; present: {list(df.columns)}. Name "
-                          "your columns (item, judge, criterion, order, verdict, repeat)", src)
+        raise SchemaError(_TABLE, absent[0], [], f"column(s) {absent} not found; present: {list(df.columns)}. Map "
+                          "your columns with columns={canonical: yours} (item, judge, criterion, order, verdict, "
+                          "repeat)", src)
     mine = {c: t for t, c in cols.items() if c in df.columns}
     clash = {t: f"original_{t}" for t in list(cols) + ["slot_verdict", "raw"] if t in df.columns and t not in mine}
-    out = df.reset_index(drop=True).rename(columns=clash).rename(columns=mine)
+    out = apply_columns(df.reset_index(drop=True).rename(columns=clash), {t: c for t, c in cols.items() if c in mine},
+                        where=src)
     for t, value in _FILLED.items():
         if t not in out.columns:
             out[t] = value

@@ -10,8 +10,11 @@ import pandas as pd
 from scipy import stats as sps
 
 from medeval_kit.bias._common import EXACT, bias_frame, rows_of
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import SchemaError
 from medeval_kit.pairwise import MODEL_LABELS, polarity_series
+from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.stats import proportion_ci
 
 __all__ = ["response_lengths", "length_bias", "longer_preferred_rate", "length_controlled_win_rate",
@@ -20,18 +23,32 @@ __all__ = ["response_lengths", "length_bias", "longer_preferred_rate", "length_c
 _LOGIT = "logit (statsmodels GLM)"
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "slot", "text")
 def response_lengths(
     responses: pd.DataFrame,
     *,
-    item: str = "item",
-    slot: str = "slot",
-    text: str = "text",
     slots: tuple[str, str] = ("A", "B"),
+    columns: Columns = None,
 ) -> pd.DataFrame:
-    """Whitespace-token lengths of the two responses per item: columns ``item, len_a, len_b``.
+    """Whitespace-token lengths of the two responses per item.
 
-    A missing text has length NA (such pairs are dropped by :func:`length_bias` and counted).
+    Parameters
+    ----------
+    responses : DataFrame
+        ``item, slot, text``: one row per response.
+    slots : pair of str, default ("A", "B")
+        The slot values of response A and response B.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``item, len_a, len_b``; a missing text has length NA (such pairs are dropped by
+        :func:`length_bias` and counted).
     """
+    item, slot, text = "item", "slot", "text"
     d = responses[responses[slot].isin(slots)].copy()
     d["_len"] = d[text].map(lambda t: np.nan if pd.isna(t) else float(len(str(t).split())))
     wide = d.pivot_table(index=item, columns=slot, values="_len", aggfunc="first")
@@ -110,23 +127,19 @@ def _nan_coefficients(base: dict, names, note: str) -> list[dict]:
              "odds_ratio": np.nan} for name in names]
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status", "polarity")
 def length_bias(
     df: pd.DataFrame,
     *,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    verdict: str = "verdict",
-    len_a: str = "len_a",
-    len_b: str = "len_b",
-    parse_status: str | None = "parse_status",
     length: str = "diff",
     length_unit: float = 100.0,
     covariates: Sequence[str] = (),
     reversed_criteria: Collection[str] | None = None,
     polarity: str | None = None,
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Logistic regression of "A preferred" on presentation position and length difference.
 
@@ -139,7 +152,38 @@ def length_bias(
     (Binomial, logit link), cluster-robust by item when items repeat. Rows: one per coefficient
     (``metric`` = ``intercept``, ``position_first``, ``length``, covariates), ``estimate`` = log-odds
     coefficient, Wald CI, ``p_value``, ``odds_ratio``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Judgments in model terms with lengths: ``item, verdict, len_a, len_b`` and optionally ``judge``,
+        ``criterion`` (absent: one of each), ``order`` (absent: AB) and ``parse_status``.
+    length : {"diff", "log_ratio"}, default "diff"
+        The length term L.
+    length_unit : float, default 100.0
+        Tokens per unit of L for ``"diff"``.
+    covariates : sequence of str, default ()
+        Further numeric columns in the model (e.g. ``reference_pref``); which columns, not renames.
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse).
+    polarity : str, optional
+        Name of a column holding each row's polarity (+1 / -1).
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        The coefficient rows described above.
+
+    Examples
+    --------
+    >>> res = length_bias(simulate_length_bias(200, length_effect=1.0, seed=0))
+    >>> bool(res.set_index("metric").loc["length", "estimate"] > 0)
+    True
     """
+    item, judge, criterion, order, verdict, len_a, len_b, parse_status = (
+        "item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status")
     if length not in ("diff", "log_ratio"):
         raise ValueError("length must be 'diff' or 'log_ratio'")
     d = _pairwise_design(df, item, judge, criterion, order, verdict, len_a, len_b, parse_status,
@@ -170,25 +214,39 @@ def length_bias(
     return bias_frame(rows)
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status", "polarity")
 def longer_preferred_rate(
     df: pd.DataFrame,
     *,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    verdict: str = "verdict",
-    len_a: str = "len_a",
-    len_b: str = "len_b",
-    parse_status: str | None = "parse_status",
-    order: str = "order",
     reversed_criteria: Collection[str] | None = None,
     polarity: str | None = None,
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Share of parsed non-tie verdicts that prefer the longer response (equal lengths skipped).
 
     Exact CI and exact binomial test against 0.5. Polarity-aware like :func:`length_bias`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Judgments with lengths (see :func:`length_bias`).
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse).
+    polarity : str, optional
+        Name of a column holding each row's polarity (+1 / -1).
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per judge and criterion, metric ``longer_preferred``, with ``p_value``.
     """
+    item, judge, criterion, order, verdict, len_a, len_b, parse_status = (
+        "item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status")
     d = _pairwise_design(df, item, judge, criterion, order, verdict, len_a, len_b, parse_status,
                          reversed_criteria, polarity)
     rows = []
@@ -242,22 +300,18 @@ def _lc_row(gg: pd.DataFrame, item: str, base: dict, transform: str, length_unit
             "p_value": float(fit.pvalues["intercept"]), "length_coef": float(fit.params["length"])}
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status", "polarity")
 def length_controlled_win_rate(
     df: pd.DataFrame,
     *,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    verdict: str = "verdict",
-    len_a: str = "len_a",
-    len_b: str = "len_b",
-    parse_status: str | None = "parse_status",
     transform: str = "linear",
     length_unit: float = 100.0,
     reversed_criteria: Collection[str] | None = None,
     polarity: str | None = None,
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Raw and length-controlled win rate of model A, per judge and criterion (ties excluded).
 
@@ -268,7 +322,35 @@ def length_controlled_win_rate(
     (``pos`` = +-0.5). Its CI maps the Wald CI of ``theta`` (cluster-robust by item) through
     ``expit``. The raw win rate has an exact CI. The estimate is only as good as ``f``: if the
     judge's length response is not of that shape, some of it leaks into ``theta``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Judgments with lengths (see :func:`length_bias`).
+    transform : {"linear", "tanh"}, default "linear"
+        The length term f.
+    length_unit : float, default 100.0
+        Tokens per unit for ``"linear"``.
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse).
+    polarity : str, optional
+        Name of a column holding each row's polarity (+1 / -1).
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Per judge and criterion, metrics ``win_rate_raw`` (exact CI, ``p_value``) and ``win_rate_lc``.
+
+    Examples
+    --------
+    >>> lc = length_controlled_win_rate(simulate_length_bias(300, seed=0)).set_index("metric")
+    >>> bool(lc.loc["win_rate_raw", "estimate"] > lc.loc["win_rate_lc", "estimate"])
+    True
     """
+    item, judge, criterion, order, verdict, len_a, len_b, parse_status = (
+        "item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status")
     if transform not in ("linear", "tanh"):
         raise ValueError("transform must be 'linear' or 'tanh'")
     d = _pairwise_design(df, item, judge, criterion, order, verdict, len_a, len_b, parse_status,
@@ -290,6 +372,7 @@ def length_controlled_win_rate(
     return bias_frame(rows)
 
 
+@shared_docs
 def simulate_length_bias(
     n_items: int = 400,
     *,
@@ -297,15 +380,46 @@ def simulate_length_bias(
     position_effect: float = 0.0,
     quality: float = 0.0,
     a_longer: float = 80.0,
-    judge: str = "judge",
+    judge_name: str = "judge",
     seed: int = 0,
+    judge: str | None = None,
 ) -> pd.DataFrame:
     """Two-order pairwise judgments with a planted length (and position) effect, no ties.
 
     ``logit P(A chosen) = quality + position_effect * pos + length_effect * (len_a - len_b) / 100``
     with ``pos = +0.5`` if A is shown first. A is ``a_longer`` tokens longer on average, so with
     ``quality = 0`` the raw win rate is inflated while the true (length-controlled) one is 0.5.
+
+    Parameters
+    ----------
+    n_items : int, default 400
+        Items (pairs), each judged in both orders.
+    length_effect : float, default 1.0
+        Log-odds of choosing A per 100 tokens of length difference.
+    position_effect : float, default 0.0
+        Log-odds gain of being shown first.
+    quality : float, default 0.0
+        Log-odds that A is better, length aside.
+    a_longer : float, default 80.0
+        How many tokens longer A is on average.
+    judge_name : str, default "judge"
+        The judge's name in the table.
+    {seed}
+    judge : str, optional
+        Deprecated name of ``judge_name``.
+
+    Returns
+    -------
+    DataFrame
+        A ``judgments`` table (both orders, ``verdict`` and ``slot_verdict``) with ``len_a, len_b``.
     """
+    if judge is not None:
+        import warnings
+
+        warnings.warn("simulate_length_bias(judge=...) is deprecated; use judge_name=", DeprecationWarning,
+                      stacklevel=2)
+        judge_name = judge
+    judge = judge_name
     rng = np.random.default_rng(seed)
     la = rng.normal(200 + a_longer, 60, n_items).clip(10).round()
     lb = rng.normal(200, 60, n_items).clip(10).round()

@@ -16,6 +16,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
+from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import proportion_ci
 
@@ -79,14 +82,17 @@ def _group_rows(key: dict, ans: pd.Series, offered: pd.Series, confidence: float
     return rows
 
 
+@shared_docs
+@columns_compat
+@takes_columns("answer")
 def letter_balance(
     df: pd.DataFrame,
     *,
-    answer: str = "answer",
     letters: str | Sequence[str] | None = None,
     options: str | None = None,
     by: str | Sequence[str] | None = None,
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Return the share of each correct letter per group with its CI, tested against the options offered.
 
@@ -107,7 +113,34 @@ def letter_balance(
     under the null), ``p_letter`` (two-sided exact binomial test of this letter against
     ``expected``; NaN when items offer different options), ``chi2`` and ``p_uniform`` (chi-square
     goodness of fit of the group's counts to the null, k-1 degrees of freedom; repeated on each row).
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per item with its correct letter in ``answer``.
+    letters : str or sequence of str, optional
+        The letters every item offers (e.g. ``"ABCD"``).
+    options : str, optional
+        A column holding each item's options (a count, a mapping keyed by letter, or the option texts);
+        which column, not a rename.
+    by : str or list of str, optional
+        Columns to group by (e.g. ``generator``).
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per group and letter, described above.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> res = letter_balance(pd.DataFrame({"answer": list("AABCDA")}), letters="ABCD")
+    >>> res.set_index("letter")["count"].to_dict()
+    {'A': 3, 'B': 1, 'C': 1, 'D': 1}
     """
+    answer = "answer"
     by_cols = [] if by is None else [by] if isinstance(by, str) else list(by)
     ans = df[answer].map(_norm_letter)
     offered = _offered_column(df, ans, letters, options)

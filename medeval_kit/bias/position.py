@@ -11,8 +11,11 @@ from scipy import stats as sps
 
 from medeval_kit.bias._common import EXACT, RESULT_COLUMNS, bias_frame, bootstrap_p, rows_of
 from medeval_kit.bias.inputs import MODEL_TERMS, VERDICT_TERMS, check_pairwise, model_terms, verdict_terms_advice
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError, SchemaError
 from medeval_kit.pairwise import ORDERS, mirror_slot, to_slot
+from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.stats import item_draws, percentile_interval, proportion_ci
 
 __all__ = ["position_bias", "position_bias_wide", "flip_rate_from_labels", "agreement_on_consistent",
@@ -56,23 +59,18 @@ def _slots_from_model_terms(d: pd.DataFrame, order: str, verdict: str, source: s
     return d
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "slot_verdict", "verdict", "repeat", "parse_status", "protocol")
 def position_bias(
     df: pd.DataFrame,
     *,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    slot_verdict: str | None = "slot_verdict",
-    verdict: str | None = "verdict",
-    repeat: str | None = "repeat",
-    parse_status: str | None = "parse_status",
-    protocol: str | None = "protocol",
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
     source: str | None = None,
     verdict_terms: str = "model",
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Position-bias statistics per judge and criterion from a table holding both orders.
 
@@ -98,16 +96,48 @@ def position_bias(
 
     CIs: a percentile bootstrap resampling items (``n_boot > 0``, default), which respects the
     clustering of calls within items; ``n_boot=0`` gives exact Clopper-Pearson CIs.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Judgments in both orders: ``item, order`` and ``slot_verdict`` or ``verdict``; optionally
+        ``judge``, ``criterion`` (absent: one judge, one criterion), ``repeat``, ``parse_status`` and
+        ``protocol`` (must be ``pairwise``).
+    {n_boot}
+    {seed}
+    {confidence}
+    {source}
+    verdict_terms : {"model", "model-any-case", "arena"}, default "model"
+        The vocabulary of the ``verdict`` column, used when there is no ``slot_verdict`` column.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per judge, criterion and metric (:data:`RESULT_COLUMNS`): the contract columns, ``n``,
+        ``n_dropped``, ``p_value``, ``test`` and ``unit``.
+
+    Raises
+    ------
+    SchemaError
+        The table fails :func:`~medeval_kit.bias.check_pairwise` or a verdict cannot be read; the error
+        names your column.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> res = position_bias(synthetic_pairwise(n_items=40, seed=0), n_boot=0)
+    >>> sorted(set(res["metric"]) & {"consistency", "first_slot_rate", "flip_rate"})
+    ['consistency', 'first_slot_rate', 'flip_rate']
     """
+    order, slot_verdict, verdict, parse_status = "order", "slot_verdict", "verdict", "parse_status"
     d = df
-    if (slot_verdict is None or slot_verdict not in d.columns) and verdict is not None and verdict in d.columns:
+    if slot_verdict not in d.columns and verdict in d.columns:
         d = _slots_from_model_terms(d, order, verdict, source, verdict_terms)
-        slot_verdict = "_slot_from_verdict"
-    d = check_pairwise(d, item=item, judge=judge, criterion=criterion, order=order,
-                       slot_verdict=slot_verdict or "slot_verdict", repeat=repeat, protocol=protocol,
-                       source=source)
+        d = d.rename(columns={"_slot_from_verdict": slot_verdict})
+    d = check_pairwise(d, source=source)
     ok = d["_slot"].notna()
-    if parse_status and parse_status in d.columns:
+    if parse_status in d.columns:
         ok &= d[parse_status].astype(str).eq("ok")
     d["_ok"] = ok
     rng = np.random.default_rng(seed)
@@ -244,8 +274,21 @@ def _position_group(g: pd.DataFrame, j, c, n_boot: int, rng, confidence: float) 
 
 def position_bias_wide(res: pd.DataFrame,
                        metrics: Sequence[str] = ("consistency", "flip_rate", "first_slot_rate")) -> pd.DataFrame:
-    """One row per judge and criterion: ``n_items`` (pairs), ``n_failed``, each metric with
-    ``_ci_low``/``_ci_high`` (and ``first_slot_p_value``, ``first_slot_n``) and ``ci_method``. Used by the CLI."""
+    """Reshape :func:`position_bias`'s table to one row per judge and criterion (the CLI's view).
+
+    Parameters
+    ----------
+    res : DataFrame
+        The table of :func:`position_bias`.
+    metrics : sequence of str, default ("consistency", "flip_rate", "first_slot_rate")
+        The metrics to spread into columns.
+
+    Returns
+    -------
+    DataFrame
+        ``judge, criterion``, ``n_items`` (pairs), ``n_failed``, each metric with ``_ci_low``/``_ci_high``
+        (and ``first_slot_p_value``, ``first_slot_n``) and ``ci_method``.
+    """
     rows = []
     for (j, c), g in res.groupby(["judge", "criterion"], sort=True):
         g = g.set_index("metric")
@@ -269,25 +312,40 @@ def position_bias_wide(res: pd.DataFrame,
 
 
 # =========================================================================== resolved labels
+@shared_docs
+@columns_compat
+@takes_columns("rater", "criterion", "label", "rater_kind")
 def flip_rate_from_labels(
     annotations: pd.DataFrame,
     *,
-    rater: str = "rater",
-    criterion: str = "criterion",
-    label: str = "label",
     inconsistent: str = "inconsistent",
-    rater_kind: str | None = "rater_kind",
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Inconsistency (flip) rate per rater from resolved labels with an ``inconsistent`` code.
 
     For data where only the resolved verdict per item is published (MCQG-SRefine Table 19: -1 =
     different preference in the two orders), this is all that can be recovered: the first-slot
     preference cannot. Human raters (``rater_kind == "human"``) are skipped. NA labels are counted
-    in ``n_failed``. Rows: metrics ``flip_rate`` and ``consistency``, exact CIs.
+    in ``n_failed``.
+
+    Parameters
+    ----------
+    annotations : DataFrame
+        ``rater, criterion, label`` and optionally ``rater_kind``.
+    inconsistent : str, default "inconsistent"
+        The label value that codes an order-inconsistent item (a value, not a column).
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Per rater and criterion, metrics ``flip_rate`` and ``consistency`` with exact CIs, ``count``.
     """
+    rater, criterion, label, rater_kind = "rater", "criterion", "label", "rater_kind"
     d = annotations
-    if rater_kind and rater_kind in d.columns:
+    if rater_kind in d.columns:
         d = d[d[rater_kind] != "human"]
     rows = []
     for (r, c), g in d.groupby([rater, criterion], sort=True):
@@ -304,23 +362,45 @@ def flip_rate_from_labels(
     return bias_frame(rows)
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "rater", "criterion", "label")
 def agreement_on_consistent(
     annotations: pd.DataFrame,
     reference: str,
     *,
-    item: str = "item",
-    rater: str = "rater",
-    criterion: str = "criterion",
-    label: str = "label",
     inconsistent: str = "inconsistent",
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Consistency and percentage agreement with ``reference`` on the consistent items, per rater.
 
     MCQG-SRefine's Table 9 protocol: position-inconsistent items are removed and agreement with the
-    expert is computed on the rest (ties are a class). Rows with metrics ``consistency`` and
-    ``agreement_on_consistent`` (exact CIs), ready for :func:`viz.plot_consistency_vs_agreement`.
+    expert is computed on the rest (ties are a class).
+
+    Parameters
+    ----------
+    annotations : DataFrame
+        ``item, rater, criterion, label``.
+    reference : str
+        The reference rater (e.g. the expert).
+    inconsistent : str, default "inconsistent"
+        The label value that codes an order-inconsistent item.
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Per rater and criterion, metrics ``consistency`` and ``agreement_on_consistent`` (exact CIs),
+        ``count`` and ``reference``; ready for :func:`viz.plot_consistency_vs_agreement`.
+
+    Raises
+    ------
+    SchemaError
+        ``reference`` is not a rater.
     """
+    item, rater, criterion, label = "item", "rater", "criterion", "label"
     ref = annotations[annotations[rater] == reference].set_index([item, criterion])[label]
     if ref.empty:
         raise SchemaError("annotations", rater, [], f"reference rater {reference!r} not found; raters: "
@@ -357,29 +437,57 @@ def _with_defaults(df: pd.DataFrame, judge: str, criterion: str) -> pd.DataFrame
     return d
 
 
+@shared_docs
+@columns_compat
+@takes_columns("chosen_slot", "judge", "criterion", "parse_status")
 def slot_preference(
     df: pd.DataFrame,
     *,
     n_slots: int,
-    chosen: str = "chosen_slot",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    parse_status: str | None = "parse_status",
     confidence: float = 0.95,
+    chosen: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
-    """Preference for each slot in a k-slot protocol (one row per call, ``chosen`` = slot picked).
+    """Preference for each slot in a k-slot protocol (one row per call, ``chosen_slot`` = slot picked).
 
     Slots are numbered 1..``n_slots``. With content balanced over slots (e.g. all permutations or
-    cyclic shifts), no position bias means each slot is chosen 1/k of the time. Rows per slot:
-    ``slot_rate`` with an exact CI and an exact binomial test against 1/k; plus one
-    ``uniformity`` row whose ``p_value`` is the chi-square goodness-of-fit test over all slots.
+    cyclic shifts), no position bias means each slot is chosen 1/k of the time.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per call: ``chosen_slot`` and optionally ``judge``, ``criterion``, ``parse_status``.
+    n_slots : int
+        The slots per prompt (k >= 2).
+    {confidence}
+    chosen : str, optional
+        Deprecated: the old name of the chosen-slot column; use ``columns={"chosen_slot": ...}``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Per judge and criterion, one ``slot_rate`` row per slot (exact CI, exact binomial test against
+        1/k) and one ``uniformity`` row whose ``p_value`` is the chi-square goodness-of-fit test.
+
+    Raises
+    ------
+    SchemaError
+        A parsed slot number outside 1..k.
     """
+    if chosen is not None:
+        import warnings
+
+        warnings.warn("slot_preference(chosen=...) is deprecated; pass columns={'chosen_slot': ...}",
+                      DeprecationWarning, stacklevel=4)
+        df = df.drop(columns=["chosen_slot"], errors="ignore").rename(columns={chosen: "chosen_slot"})
+    chosen, judge, criterion, parse_status = "chosen_slot", "judge", "criterion", "parse_status"
     if n_slots < 2:
         raise ValueError("n_slots must be at least 2")
     d = _with_defaults(df, judge, criterion)
     s = pd.to_numeric(d[chosen], errors="coerce")
     ok = s.notna()
-    if parse_status and parse_status in d.columns:
+    if parse_status in d.columns:
         ok &= d[parse_status].eq("ok")
     bad = ok & ~s.isin(range(1, n_slots + 1))
     if bad.any():
@@ -447,20 +555,19 @@ def _slot_effect_rows(gg: pd.DataFrame, key: dict, *, position: str, group: str,
     return rows
 
 
+@shared_docs
+@columns_compat
+@takes_columns("position", "score", "question_item", "item", "judge", "criterion", "parse_status")
 def slot_score_effect(
     df: pd.DataFrame,
     *,
-    position: str = "position",
-    score: str = "score",
-    group: str = "question_item",
-    response: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    parse_status: str | None = "parse_status",
     center: str = "overall",
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    group: str | None = None,
+    response: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Slot effect on scores in a k-slot protocol (k responses scored in one prompt, order shuffled).
 
@@ -469,10 +576,46 @@ def slot_score_effect(
     (``center="overall"``; unbiased when the order is shuffled at random), or the mean of
     ``(score - mean score of the same response over its m presentations) * m / (m - 1)``
     (``center="response"``; needs repeats that show each response in several slots, removes content
-    differences exactly; responses shown once are skipped).
-    CIs: percentile bootstrap resampling ``group`` (the question), ``p_value`` the two-sided
-    bootstrap p. Failed parses are counted in ``n_failed`` and excluded.
+    differences exactly; responses shown once are skipped). Failed parses are counted in ``n_failed``
+    and excluded.
+
+    Parameters
+    ----------
+    df : DataFrame
+        ``position, score``, ``question_item`` (the prompt, resampled by the bootstrap), ``item`` (the
+        response) and optionally ``judge``, ``criterion``, ``parse_status``.
+    center : {"overall", "response"}, default "overall"
+        What a score is centred on.
+    {n_boot}
+    {seed}
+    {confidence}
+    group : str, optional
+        Deprecated: the old name of the ``question_item`` column; use ``columns``.
+    response : str, optional
+        Deprecated: the old name of the response (``item``) column; use ``columns``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Per judge, criterion and position, metric ``slot_score_effect``: the contract columns (percentile
+        bootstrap over the questions), ``p_value`` (two-sided bootstrap p), ``position`` and ``center``.
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing.
     """
+    old = {k: v for k, v in (("question_item", group), ("item", response)) if v is not None}
+    if old:
+        import warnings
+
+        warnings.warn(f"slot_score_effect(group=/response=) is deprecated; pass columns={old!r}",
+                      DeprecationWarning, stacklevel=4)
+        df = df.drop(columns=[k for k, v in old.items() if v != k and k in df.columns]).rename(
+            columns={v: k for k, v in old.items()})
+    position, score, group, response, judge, criterion, parse_status = (
+        "position", "score", "question_item", "item", "judge", "criterion", "parse_status")
     if center not in ("overall", "response"):
         raise ValueError("center must be 'overall' or 'response'")
     need = [c for c in (position, score, group) if c not in df.columns]
@@ -481,7 +624,7 @@ def slot_score_effect(
     d = _with_defaults(df, judge, criterion)
     d["_s"] = pd.to_numeric(d[score], errors="coerce")
     ok = d["_s"].notna()
-    if parse_status and parse_status in d.columns:
+    if parse_status in d.columns:
         ok &= d[parse_status].eq("ok")
     d["_ok"] = ok
     rng = np.random.default_rng(seed)

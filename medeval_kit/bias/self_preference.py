@@ -10,7 +10,10 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.bias._common import bias_frame, bootstrap_p, rows_of
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, SchemaError
+from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.paths import data_dir
 from medeval_kit.stats import bootstrap_means, percentile_interval
 
@@ -20,7 +23,23 @@ __all__ = ["load_lineage", "self_preference", "simulate_self_preference"]
 def load_lineage(path: str | Path | None = None) -> pd.DataFrame:
     """Read the lineage map (model -> family, vendor) from YAML; default ``data/lineage.yaml``.
 
-    The YAML has a top-level ``models:`` mapping ``name: {family: ..., vendor: ...}``.
+    The YAML has a top-level ``models:`` mapping ``name: {family: ..., vendor: ...}``. (A bundled
+    map, hence ``load_``.)
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The YAML file; default the project's (else the toolkit's) ``data/lineage.yaml``.
+
+    Returns
+    -------
+    DataFrame
+        ``model, family, vendor``: one row per model.
+
+    Raises
+    ------
+    DataFileError
+        The file is missing or malformed.
     """
     import yaml
 
@@ -97,26 +116,27 @@ def _delta_row(sub: pd.DataFrame, a: str, peers: list[str], base: dict, *, n_boo
             "p_value": p, "test": "two-sided bootstrap p"}
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "model", "rater", "score")
 def self_preference(
     scores: pd.DataFrame,
     *,
-    item: str = "item",
-    model: str = "model",
-    rater: str = "rater",
-    score: str = "score",
     lineage=None,
-    level: str = "family",
+    lineage_level: str = "family",
     raters: Sequence[str] | None = None,
     peer_pool: Sequence[str] | None = None,
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    level: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """MedQADE's Delta_self and Delta_family for every rater, with percentile-bootstrap CIs.
 
     ``scores`` has one row per (item, response model, rater) with a numeric ``score`` (e.g. 1 =
     correct, 0 = incorrect, NA = abstain). For rater A, the peers are the raters of *other* lineages
-    (``level`` = ``family`` or ``vendor`` of the lineage map). For each response r,
+    (``lineage_level`` = ``family`` or ``vendor`` of the lineage map). For each response r,
     diff(r) = S(A, r) - mean over peers of S(peer, r) (NA scores dropped; responses without an A score
     or without any peer score are dropped and counted in ``n_dropped``).
 
@@ -130,7 +150,55 @@ def self_preference(
     peer of everyone else. ``peer_pool`` restricts the candidate peers (default: all raters);
     ``raters`` restricts the raters A that are evaluated.
     Estimates are on the score scale (x100 for MedQADE's percent).
+
+    Parameters
+    ----------
+    scores : DataFrame
+        ``item, model`` (the response's model), ``rater`` and a numeric ``score``.
+    lineage : DataFrame, mapping, str or Path, optional
+        The lineage map (:func:`load_lineage`'s table, ``{model: {family, vendor}}``, or a YAML path);
+        default the bundled map.
+    lineage_level : {"family", "vendor"}, default "family"
+        Which lineage makes raters kin.
+    raters : sequence of str, optional
+        The raters A to evaluate; default all.
+    peer_pool : sequence of str, optional
+        The candidate peers; default all raters.
+    {n_boot}
+    {seed}
+    {confidence}
+    level : str, optional
+        Deprecated name of ``lineage_level`` (``level`` is the measurement level elsewhere).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Per rater and target, metric ``delta_self`` / ``delta_family``: the contract columns, ``target``,
+        ``level`` (the lineage level), ``n_peers``, ``peers``, ``p_value`` and ``test``.
+
+    Raises
+    ------
+    SchemaError
+        A column is missing or a score is duplicated.
+
+    Examples
+    --------
+    >>> sim = simulate_self_preference(200, models=["gpt-4o", "claude-3"], raters=["gpt-4o", "claude-3"],
+    ...                                effects={("gpt-4o", "gpt-4o"): 0.3}, seed=0)
+    >>> res = self_preference(sim, lineage={"gpt-4o": {"family": "gpt"}, "claude-3": {"family": "claude"}},
+    ...                       n_boot=50)
+    >>> bool(res.set_index(["judge", "metric"]).loc[("gpt-4o", "delta_self"), "estimate"] > 0.1)
+    True
     """
+    if level is not None:
+        import warnings
+
+        warnings.warn("self_preference(level=...) is deprecated; use lineage_level=", DeprecationWarning,
+                      stacklevel=4)
+        lineage_level = level
+    level = lineage_level
+    item, model, rater, score = "item", "model", "rater", "score"
     d = _scores(scores, item, model, rater, score)
     lin = _lineage_dict(lineage, level)
     all_raters = sorted(d[rater].astype(str).unique())
@@ -157,6 +225,7 @@ def self_preference(
     return bias_frame(rows)
 
 
+@shared_docs
 def simulate_self_preference(
     n_items: int = 500,
     *,
@@ -174,6 +243,27 @@ def simulate_self_preference(
     ``effects`` the rater's score is shifted by ``delta`` in expectation (a positive delta turns
     incorrect into correct with the needed probability, a negative one the reverse), so
     Delta_self/Delta_family = delta. (MedQADE-shaped settings: ``repro.papers.medqade_2026.FIG8_SIMULATION``.)
+
+    Parameters
+    ----------
+    n_items : int, default 500
+        Items (questions) per model.
+    models : sequence of str
+        The response models.
+    raters : sequence of str
+        The raters.
+    effects : mapping of (str, str) to float, optional
+        ``{(rater, model): delta}``: the planted shift of that rater's scores of that model.
+    accuracy : float, default 0.5
+        The chance a response is truly correct.
+    noise : float, default 0.1
+        Every rater's error rate.
+    {seed}
+
+    Returns
+    -------
+    DataFrame
+        ``item, model, rater, score`` (1.0 / 0.0).
     """
     effects = dict(effects or {})
     rng = np.random.default_rng(seed)

@@ -35,6 +35,7 @@ from medeval_kit.cli.inputs import (
     add_file_options,
     add_label_options,
     blocking,
+    column_options,
     read_options,
     report_notes,
     typed_categories,
@@ -136,10 +137,10 @@ def _write_agreement(table: pd.DataFrame, fmt: str, out) -> None:
 def _read(args):
     wide = getattr(args, "wide", False)
     frame = _from_format(args)
-    df, notes = read_checked(args.file, item=args.item, rater=args.rater, label=args.label,
-                             criterion=getattr(args, "criterion", None), wide=wide,
-                             raters=args.raters if wide else None, rater_kind=args.rater_kind, frame=frame,
-                             **read_options(args))
+    df, notes = read_checked(args.file, columns=column_options(args, criterion=True), wide=wide,
+                             raters=args.raters if wide else None, frame=frame, **read_options(args))
+    if not getattr(args, "rater_kind", None) and "rater_kind" in df.columns:
+        df = df.drop(columns="rater_kind")  # --rater-kind '': no rater-kind column
     report_notes(notes, args)
     return df, notes
 

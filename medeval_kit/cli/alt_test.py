@@ -20,7 +20,7 @@ from medeval_kit.agreement.alt_test import (
     AltTestResult,
 )
 from medeval_kit.cli.agreement import CommandError, cli_text, in_cli_words, jsonable
-from medeval_kit.cli.inputs import add_file_options, add_label_options, read_options, report_notes
+from medeval_kit.cli.inputs import add_file_options, add_label_options, column_options, read_options, report_notes
 from medeval_kit.errors import SchemaError
 
 __all__ = ["register_cli", "write_result"]
@@ -38,7 +38,7 @@ def _cmd(args) -> int:
         raise PanelError(f"{args.file}: --rater-kind column {args.rater_kind!r} not found; pass --humans NAME ... "
                          "instead")
     try:
-        res = alt_test(df, humans=args.humans, judges=args.judges, rater_kind="rater_kind", epsilon=args.epsilon,
+        res = alt_test(df, humans=args.humans, judges=args.judges, epsilon=args.epsilon,
                        scoring=args.scoring, q_fdr=args.q_fdr, min_items_per_human=args.min_items_per_human,
                        min_humans=args.min_humans, source=str(args.file),
                        accept_label_warnings=True)  # checked on reading, in CLI words
@@ -65,8 +65,7 @@ def _read(args) -> pd.DataFrame:
         from medeval_kit.readers import read_for_command
 
         frame = read_for_command(args.from_format, args.file, "annotations", command="alt-test")
-    df, notes = read_checked(args.file, item=args.item, rater=args.rater, label=args.label,
-                             rater_kind=args.rater_kind or "rater_kind", frame=frame, **read_options(args))
+    df, notes = read_checked(args.file, columns=column_options(args), frame=frame, **read_options(args))
     report_notes(notes, args)
     args.label_notes = notes
     return df

@@ -9,9 +9,9 @@ from collections.abc import Collection
 import numpy as np
 import pandas as pd
 
-from medeval_kit.bias import position_bias, position_bias_wide, read_judgments
+from medeval_kit.bias import position_bias, position_bias_wide
 from medeval_kit.bias._common import rows_of
-from medeval_kit.bias.inputs import VERDICT_TERMS, model_terms, nothing_left_to_score, verdict_terms_advice
+from medeval_kit.bias.inputs import VERDICT_TERMS, _read_raw, model_terms, nothing_left_to_score, verdict_terms_advice
 from medeval_kit.cli.inputs import add_file_options
 from medeval_kit.errors import DataFileError, SchemaError
 from medeval_kit.pairwise import ORDERS, SLOT_LABELS, to_slot
@@ -185,7 +185,7 @@ def _check_two_orders(df: pd.DataFrame, fmt: str, order: str, source: str) -> No
 def _read(args, verdict: str) -> pd.DataFrame:
     """The judgments table of the command: the user's file, or another tool's file read with --from."""
     if not args.from_format:
-        return read_judgments(args.file, text_columns=[verdict], sep=args.sep, encoding=args.encoding)
+        return _read_raw(args.file, text_columns=[verdict], sep=args.sep, encoding=args.encoding)
     from medeval_kit.readers import read_for_command
 
     # the tidy judgments: verdict in model terms, order AB/BA, parse_status
@@ -244,12 +244,18 @@ def _cli_position_bias(args) -> int:
     parse_status = args.parse_status or "parse_status"
     df = _slot_verdicts(_read(args, verdict), verdict=verdict, terms=terms, order=args.order,
                         failed=args.failed or (), parse_status=parse_status, source=src)
+    # the verdict column now holds presented slots: it is the slot_verdict; your other names map onto ours
+    named = {"item": args.item, "judge": args.judge, "criterion": args.criterion, "order": args.order,
+             "slot_verdict": verdict, "repeat": args.repeat, "parse_status": parse_status}
+    cols = {k: v for k, v in named.items() if v}
+    absent = [v for k, v in cols.items() if v != k and v not in df.columns and k not in ("parse_status", "repeat")]
+    if absent:
+        raise SchemaError(_TABLE, absent[0], [], f"missing column(s) {absent}; present: {list(df.columns)}. Name "
+                          "the right columns (e.g. --item/--order/--verdict)", src)
+    df = df.drop(columns=[k for k, v in cols.items() if v != k and v in df.columns and k in df.columns]
+                 + (["verdict"] if "verdict" in df.columns and cols["slot_verdict"] != "verdict" else []))
     try:
-        res = position_bias(
-            df, item=args.item, judge=args.judge, criterion=args.criterion, order=args.order,
-            slot_verdict=verdict, verdict=None, repeat=args.repeat, parse_status=parse_status,
-            protocol="protocol", n_boot=args.n_boot, seed=args.seed, source=src,
-        )
+        res = position_bias(df, n_boot=args.n_boot, seed=args.seed, source=src, columns=cols)
     except SchemaError as exc:
         raise _in_cli_words(exc) from None
     _write(position_bias_wide(res), args.format)

@@ -17,7 +17,7 @@ import sys
 import pandas as pd
 
 __all__ = ["INVALID_EXIT", "add_file_options", "add_label_options", "separator", "blocking", "report_notes",
-           "typed_categories", "read_options"]
+           "typed_categories", "read_options", "column_options"]
 
 INVALID_EXIT = 1
 """Exit code of a verdict command whose input cannot support a verdict (an error in the command line is 2)."""
@@ -62,6 +62,16 @@ def read_options(args) -> dict:
                 missing=getattr(args, "missing", None) or (),
                 normalize_labels=getattr(args, "normalize_labels", False),
                 categories=getattr(args, "categories", None))
+
+
+def column_options(args, *, criterion: bool = False) -> dict[str, str]:
+    """The ``columns=`` mapping of the column options (``--item``, ``--rater``, ``--label``, ``--rater-kind``,
+    ``--criterion``): ``{canonical name: the user's column}`` for the options given."""
+    names = {"item": getattr(args, "item", None), "rater": getattr(args, "rater", None),
+             "label": getattr(args, "label", None), "rater_kind": getattr(args, "rater_kind", None)}
+    if criterion:
+        names["criterion"] = getattr(args, "criterion", None)
+    return {k: str(v) for k, v in names.items() if v}
 
 
 def blocking(notes, args) -> list[str]:

@@ -29,8 +29,9 @@ def register_cli(subparsers) -> None:
 
 def _cli_items(args) -> int:
     """Print the flagged items, the flag counts and KR-20; return 0."""
-    r = pm.read_responses(args.file, item=args.item, examinee=args.examinee, choice=args.choice, key=args.key,
-                          correct=args.correct, sep=args.sep, encoding=args.encoding)
+    columns = {name: getattr(args, name) for name in ("item", "examinee", "choice", "key", "correct")}
+    r = pm.read_responses(args.file, columns={k: v for k, v in columns.items() if v != k}, sep=args.sep,
+                          encoding=args.encoding)
     stats = pm.item_statistics(r, fraction=args.fraction, n_boot=0)
     dis = pm.distractor_analysis(r, fraction=args.fraction, nonfunctional=args.nonfunctional) \
         if r["choice"].notna().any() else None

@@ -143,7 +143,7 @@ def _cli_judge(args) -> int:
     opts = {"schema_format": args.schema_format} if args.schema_format else {}
     client = get_client(args.model, cache_mode=args.cache_mode, cache_path=args.cache, budget_usd=args.budget_usd,
                         **opts)
-    judgments = judge.run_protocol(args.protocol, data, client=client, judge=args.model, **kw)
+    judgments = judge.run_protocol(args.protocol, data, client=client, model=args.model, **kw)
     validate(judgments, "judgments", source=str(out))
     _WRITERS[out.suffix.lower()](judgments, out)
     line, fail = _summary(data, judgments, client.last_run, args)

@@ -140,9 +140,10 @@ def _cli_rank(args) -> int:
                              "--reference JUDGE")
     if args.format == "csv" and len(show) != 1:
         raise ParameterError(f"--format csv prints one table; pick one with --show (asked for {' '.join(show)})")
-    comp = rank.read_comparisons(args.file, item=args.item, model_a=args.model_a, model_b=args.model_b,
-                                 verdict=args.verdict, judge=args.judge, unit=args.unit, failed=args.failed or (),
-                                 verdict_terms=args.verdict_terms, sep=args.sep, encoding=args.encoding)
+    named = {"item": args.item, "model_a": args.model_a, "model_b": args.model_b, "verdict": args.verdict,
+             "judge": args.judge, "unit": args.unit}
+    comp = rank.read_comparisons(args.file, failed=args.failed or (), verdict_terms=args.verdict_terms, sep=args.sep,
+                                 encoding=args.encoding, columns={k: v for k, v in named.items() if v})
     n_failed = int((comp["status"] == "failed").sum())
     if n_failed:
         print(f"medeval: {args.file}: {n_failed} failed verdict(s) counted, not scored", file=sys.stderr)

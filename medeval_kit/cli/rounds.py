@@ -29,7 +29,7 @@ def _read(path: str, tie_break: str) -> pd.DataFrame:
         from medeval_kit.datasets.medqg_rounds import load_medqg_rounds
 
         return rounds.fill_best_rounds(load_medqg_rounds(path[len(_BUNDLED):]), tie_break)
-    return rounds.load_rounds_file(path)
+    return rounds.read_rounds(path, tie_break=tie_break)
 
 
 def _cli_rounds(args) -> int:

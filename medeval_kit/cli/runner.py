@@ -22,6 +22,8 @@ and every output stays in its output folder; a study may set ``budget_usd:``, on
 (:mod:`medeval_kit.cli.budget`); a run whose LLM calls failed fails (:mod:`medeval_kit.cli.calllog`).
 Issue 21: ``medeval run --notebook NAME`` / ``medeval run own.ipynb`` runs one notebook without a study
 (:mod:`medeval_kit.cli.notebook_run`).
+Issue 24: each run's kernel gets its provenance (study, notebook and every parameter value, :func:`run_context`) in
+``MEDEVAL_RUN_CONTEXT``; ``save_table`` and ``save_figure`` record it in their sidecars (:mod:`medeval_kit.provenance`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from medeval_kit import paths
+from medeval_kit import paths, provenance
 from medeval_kit.cli.budget import decimal_text, new_run_id, run_budget, run_environment, spend_line
 from medeval_kit.cli.calllog import CALL_LOG, CallStats, read_call_log
 from medeval_kit.cli.notebook_run import (
@@ -68,6 +70,7 @@ __all__ = [
     "parse_assignments",
     "read_call_log",
     "run_budget",
+    "run_context",
     "run_notebook",
 ]
 
@@ -211,8 +214,27 @@ def _deps(run: Run) -> set[str]:
     return {n if "/" in n else f"{run.study}/{n}" for n in run.needs}
 
 
-def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str | None) -> tuple[float, int | None, str]:
-    """Execute one notebook (in a worker process); return (seconds, failing cell, error)."""
+def run_context(run: Run, params: Mapping[str, Any], declared: Mapping[str, dict] | None = None
+                ) -> provenance.RunContext:
+    """The provenance a run's kernel gets: study, notebook and every parameter value it runs with.
+
+    ``params`` are the values passed to papermill; a declared parameter not among them records its default
+    (``declared``: :func:`notebook_parameters` of the run's notebook, read when not given). The output folders
+    are left out (:data:`medeval_kit.provenance.OUTPUT_PARAMETERS`).
+    """
+    declared = notebook_parameters(run.notebook) if declared is None else declared
+    values = {k: default_value(spec) for k, spec in declared.items()}
+    values.update(params)
+    return provenance.runner_context(study=run.study, notebook=Path(run.notebook).name, parameters=values)
+
+
+def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str | None,
+             context: str = "") -> tuple[float, int | None, str]:
+    """Execute one notebook (in a worker process); return (seconds, failing cell, error).
+
+    ``context`` (JSON, :func:`run_context`) goes to the kernel in ``MEDEVAL_RUN_CONTEXT``: the variable is set in
+    this worker process, which starts one kernel at a time, so parallel runs never share it.
+    """
     import logging
 
     import papermill as pm
@@ -222,6 +244,10 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
     log = Path(out).parent / CALL_LOG  # the kernel's LLM clients append their call records here
     log.unlink(missing_ok=True)
     os.environ["MEDEVAL_CALL_LOG"] = str(log)
+    if context:
+        os.environ[provenance.ENV] = context
+    else:
+        os.environ.pop(provenance.ENV, None)
     with _kernel_stderr() as captured:  # the kernel's own chatter is shown only when the run fails
         for attempt in range(3):
             try:
@@ -330,13 +356,16 @@ def _shown(path: Path, root: Path) -> str:
 
 
 def _prepare(runs: list[Run], by_id: Mapping[str, Run], overrides: dict[str, Any], out, publish: bool,
-             root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, tuple[str, str, Path]]]]:
-    """Return each run's checked parameters and the committed-output paths to redirect to a needed run."""
+             root: Path) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, tuple[str, str, Path]]],
+                                  dict[str, dict[str, dict]]]:
+    """Return each run's checked parameters, the committed-output paths to redirect to a needed run, and the
+    parameters its notebook declares."""
     prepared: dict[str, dict[str, Any]] = {}
+    declared_of: dict[str, dict[str, dict]] = {}
     refs: dict[str, dict[str, tuple[str, str, Path]]] = {}
     used: set[str] = set()
     for r in runs:
-        declared = notebook_parameters(r.notebook)
+        declared = declared_of[r.id] = notebook_parameters(r.notebook)
         params = {k: v for k, v in r.parameters.items()}
         inject = {"study": r.study, **_output_dirs(r, run_folder(r, out), publish)}
         params.update({k: v for k, v in inject.items() if k in declared})
@@ -355,7 +384,7 @@ def _prepare(runs: list[Run], by_id: Mapping[str, Run], overrides: dict[str, Any
     unused = set(overrides) - used
     if unused:
         raise ParameterError(f"no selected notebook declares parameter(s) {sorted(unused)}")
-    return prepared, refs
+    return prepared, refs, declared_of
 
 
 def share_cores(jobs: int) -> str:
@@ -401,19 +430,19 @@ def run_studies(
     studies = studies or load_studies()
     runs = _plan(studies, list(selected))
     by_id = {r.id: r for r in runs}
-    prepared, refs = _prepare(runs, by_id, dict(overrides or {}), out, publish, root)
+    prepared, refs, declared = _prepare(runs, by_id, dict(overrides or {}), out, publish, root)
     cap, _ = run_budget(studies, list(selected), budget_usd)
     share_cores(jobs)
     workdir = Path(cwd) if cwd else root / "notebooks"
     workdir.mkdir(parents=True, exist_ok=True)  # a project's studies read ../data/... from here, notebooks or not
     with run_environment(run_id or new_run_id(), cap), project_env(root):  # kernels resolve the same project
-        results = _execute_all(runs, by_id, prepared, refs, out=out, jobs=jobs, kernel=kernel, progress=progress,
-                               allow_failed_calls=allow_failed_calls, root=root, cwd=workdir)
+        results = _execute_all(runs, by_id, prepared, refs, declared, out=out, jobs=jobs, kernel=kernel,
+                               progress=progress, allow_failed_calls=allow_failed_calls, root=root, cwd=workdir)
     return [results[r.id] for r in runs]
 
 
 def _execute_all(runs: list[Run], by_id: Mapping[str, Run], prepared: Mapping[str, dict], refs: Mapping[str, dict],
-                 *, out, jobs: int, kernel: str | None, progress: bool, allow_failed_calls: bool, root: Path,
+                 declared: Mapping[str, dict], *, out, jobs: int, kernel: str | None, progress: bool, allow_failed_calls: bool, root: Path,
                  cwd: Path) -> dict[str, RunResult]:
     """Run every prepared run in worker processes, each once all it needs succeeded; return the results."""
     from tqdm.auto import tqdm
@@ -441,7 +470,8 @@ def _execute_all(runs: list[Run], by_id: Mapping[str, Run], prepared: Mapping[st
                     for note in notes:
                         bar.write(f"note     {r.id}: {note}")
                     params = {**prepared[rid], **redirected}
-                    fut = pool.submit(_execute, r, params, str(nb_out), str(cwd), kernel)
+                    context = run_context(r, params, declared[rid]).to_json()
+                    fut = pool.submit(_execute, r, params, str(nb_out), str(cwd), kernel, context)
                     active[fut] = (r, nb_out)
                     del pending[rid]
                     bar.set_postfix_str(r.id)

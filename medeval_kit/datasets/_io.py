@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from medeval_kit.columns import Columns, apply_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError
 
 __all__ = ["data_dir", "read_json", "read_jsonl", "read_table", "sniff_text_file", "TextLayout"]
@@ -60,7 +62,7 @@ def sniff_text_file(path: str | Path, *, sep: str | None = None, encoding: str |
     >>> import tempfile, os
     >>> f = os.path.join(tempfile.mkdtemp(), "x.csv")
     >>> _ = open(f, "w", encoding="utf-8").write("item;rater;label\\n1;a;yes\\n")
-    >>> sniff_text_file(f)
+    >>> sniff_text_file(f)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     medeval_kit.errors.DataFileError: ...x.csv: the header 'item;rater;label' has no comma but 2 semicolon(s): the file looks semicolon-separated; pass --sep ';' (sep=';')
@@ -138,14 +140,36 @@ def _check_sep(p: Path, head: bytes, encoding: str, sep: str) -> None:
 
 
 def data_dir() -> Path:
-    """Return the bundled data folder (:func:`medeval_kit.paths.data_dir`)."""
+    """Return the bundled data folder (deprecated: use :func:`medeval_kit.paths.data_dir`).
+
+    Returns
+    -------
+    pathlib.Path
+        The toolkit's ``data/`` folder.
+    """
     from medeval_kit.paths import data_dir as _data_dir
 
     return _data_dir()
 
 
 def read_json(path: str | Path):
-    """Return the parsed content of a JSON file; a malformed file raises DataFileError with line and column."""
+    """Return the parsed content of a JSON file.
+
+    Parameters
+    ----------
+    path : str or Path
+        The JSON file (UTF-8).
+
+    Returns
+    -------
+    object
+        The parsed value (dict, list, ...).
+
+    Raises
+    ------
+    DataFileError
+        The file is missing, or malformed (the message names the line and column).
+    """
     p = Path(path)
     try:
         return json.loads(p.read_text(encoding="utf-8"))
@@ -156,7 +180,23 @@ def read_json(path: str | Path):
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    """Return the records of a JSON-lines file; a bad line raises DataFileError naming it."""
+    """Return the records of a JSON-lines file (blank lines skipped).
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.jsonl`` file (UTF-8), one JSON object per line.
+
+    Returns
+    -------
+    list of dict
+        One record per non-blank line.
+
+    Raises
+    ------
+    DataFileError
+        The file is missing, or a line is not a JSON object (the message names the line).
+    """
     p = Path(path)
     if not p.exists():
         raise DataFileError(f"{p}: file not found")
@@ -175,14 +215,42 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return records
 
 
+@shared_docs
 def read_table(path: str | Path, *, text: bool = False, sep: str | None = None,
-               encoding: str | None = None) -> pd.DataFrame:
+               encoding: str | None = None, columns: Columns = None) -> pd.DataFrame:
     """Return a DataFrame from a CSV, TSV, JSONL, JSON (array of objects) or Parquet file.
 
-    ``text=True`` reads CSV/TSV cells as text exactly as written, with no NA guessing (a label
-    ``None`` or ``NA`` stays text): an empty cell is the only missing value. ``sep`` and ``encoding``
-    apply to CSV/TSV; when not given, :func:`sniff_text_file` checks the file first and an error names
-    the option to pass (a semicolon-separated ``.csv``, a Windows-1252 file).
+    Parameters
+    ----------
+    path : str or Path
+        The file; its suffix chooses the format.
+    text : bool, default False
+        Read CSV/TSV cells as text exactly as written, with no NA guessing (a label ``None`` or ``NA``
+        stays text): an empty cell is the only missing value.
+    sep : str, optional
+        CSV/TSV separator; when not given, :func:`sniff_text_file` checks the file first and an error
+        names the option to pass (a semicolon-separated ``.csv``).
+    encoding : str, optional
+        CSV/TSV encoding (any Python codec name); checked like ``sep`` when not given.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        The file's rows, columns renamed by ``columns``.
+
+    Raises
+    ------
+    DataFileError
+        A missing file, a folder, an unknown suffix, or a file that cannot be parsed.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = os.path.join(tempfile.mkdtemp(), "x.csv")
+    >>> _ = open(f, "w", encoding="utf-8").write("case,doc,label\\n1,a,NA\\n")
+    >>> read_table(f, text=True, columns={"item": "case", "rater": "doc"}).to_dict("records")
+    [{'item': '1', 'rater': 'a', 'label': 'NA'}]
     """
     p = Path(path)
     if p.is_dir():
@@ -216,4 +284,4 @@ def read_table(path: str | Path, *, text: bool = False, sep: str | None = None,
         raise DataFileError(f"{p}: cannot be read as {suffix[1:].upper()}: {exc}") from None
     if df.empty:
         raise DataFileError(f"{p}: the file holds no rows")
-    return df
+    return apply_columns(df, columns, where=str(p))

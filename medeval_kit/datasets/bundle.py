@@ -15,7 +15,24 @@ _TABLES = ("items", "responses", "judgments", "annotations", "rounds")
 
 @dataclass(frozen=True)
 class Bundle:
-    """Tables of one dataset; absent tables are None. ``source`` names the files read."""
+    """Tables of one dataset; absent tables are None. Each present table is validated on creation.
+
+    Parameters
+    ----------
+    name : str
+        The dataset's name.
+    items, responses, judgments, annotations, rounds : DataFrame, optional
+        The tidy tables (:mod:`medeval_kit.schemas`); ``None`` when absent.
+    source : str, default ""
+        The files read, named in validation errors.
+    notes : dict
+        Anything a reader of the data must know.
+
+    Raises
+    ------
+    medeval_kit.errors.SchemaError
+        A table does not follow its schema.
+    """
 
     name: str
     items: pd.DataFrame | None = None

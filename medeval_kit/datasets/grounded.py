@@ -52,6 +52,16 @@ def load_grounded_synth(root: str | Path | None = None) -> Bundle:
     Items carry ``generator`` (model or ``reformat_original`` for the human questions) and ``format``
     (``mcq`` or ``oe``). Judgments use protocol ``rubric``, judge ``paper_judge`` and one criterion per
     score column; a missing score has ``parse_status="missing"``.
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        The folder of the PubMedQA files; default the bundled ``data/grounded_synth/pubmed_qa``.
+
+    Returns
+    -------
+    Bundle
+        ``items`` and ``judgments`` (name ``grounded_synth``).
     """
     base = Path(root) if root else data_dir() / "grounded_synth" / "pubmed_qa"
     files = sorted(base.glob("pubmed_qa_*.jsonl"))
@@ -90,6 +100,16 @@ def load_mmlu_pro_replication(path: str | Path | None = None) -> pd.DataFrame:
     """Return the MMLU-Pro replication table: eval_model, subject, novel, eval_accuracy and the judge means.
 
     ``novel`` is True for the generated benchmark and False for the original MMLU-Pro questions.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The CSV; default the bundled ``mmlu_pro_replication_overall_results.csv``.
+
+    Returns
+    -------
+    DataFrame
+        One row per (eval_model, subject, novel): ``eval_accuracy`` and the judge means.
     """
     p = Path(path) if path else data_dir() / "grounded_synth" / "mmlu_pro_replication_overall_results.csv"
     if not p.exists():

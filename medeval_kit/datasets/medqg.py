@@ -25,6 +25,16 @@ def load_medqg_table19(path: str | Path | None = None) -> Bundle:
 
     ``label`` is one of :data:`TABLE19_CODES`' names; ``code`` keeps the printed integer. The
     ``inconsistent`` label is explicit so analyses choose a policy (drop, or count as tie) on purpose.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The CSV; default the bundled ``paper_table19_llm_judge_comparison.csv``.
+
+    Returns
+    -------
+    Bundle
+        ``annotations`` (name ``medqg_table19``).
     """
     p = Path(path) if path else data_dir() / "medqg" / "paper_table19_llm_judge_comparison.csv"
     if not p.exists():
@@ -65,8 +75,18 @@ def _parse_options(text: str, path: Path, row: int) -> dict:
 def load_medqg_questions(which: str = "both", root: str | Path | None = None) -> Bundle:
     """Return the final USMLE MCQs from expert (373) and/or LLM (385) topic/test-point inputs as items.
 
-    ``which`` is ``"human"``, ``"machine"`` or ``"both"``. Columns: item, dataset, context (clinical
-    note), question, options (dict A-E), answer (letter), answer_text, topic, keypoint, kp_source.
+    Parameters
+    ----------
+    which : {"both", "human", "machine"}, default "both"
+        Questions from expert (``"human"``) or LLM (``"machine"``) topic/test-point inputs, or both.
+    root : str or Path, optional
+        The folder of the CSV files; default the bundled ``data/medqg``.
+
+    Returns
+    -------
+    Bundle
+        ``items``: item, dataset, context (clinical note), question, options (dict A-E), answer (letter),
+        answer_text, topic, keypoint, kp_source.
     """
     files = {"human": "gpt4_usmle_q_hum_kp.csv", "machine": "gpt4_usmle_q_mach_kp.csv"}
     if which not in ("human", "machine", "both"):
@@ -102,11 +122,24 @@ def load_srefine_inputs(which: str = "1-35", n: int | None = None, *, seed: int 
                         root=None) -> pd.DataFrame:
     """Return the bundled human (clinical note, topic, keypoint) triplets as a DataFrame.
 
-    ``which`` is ``"1-35"`` (JSON lines), ``"36-47"`` (one JSON array) or ``"both"``. Columns:
-    item (``srefine-<which>-<row>``), case (one id per distinct note), clinical_note, topic,
-    keypoint. ``n`` keeps the first ``n`` rows after a seeded shuffle that keeps one triplet per
-    note first (so a small ``n`` covers different cases). The order does not depend on ``n``, so the
-    rows of a smaller ``n`` are the first rows of a larger one (nested draws reuse cached calls).
+    Parameters
+    ----------
+    which : {"1-35", "36-47", "both"}, default "1-35"
+        The file: ``"1-35"`` (JSON lines), ``"36-47"`` (one JSON array) or both.
+    n : int, optional
+        Keep the first ``n`` rows after a seeded shuffle that keeps one triplet per note first (so a
+        small ``n`` covers different cases). The order does not depend on ``n``, so the rows of a
+        smaller ``n`` are the first rows of a larger one (nested draws reuse cached calls).
+        ``None`` keeps every row in file order.
+    seed : int, default 0
+        Random seed of the shuffle.
+    root : str or Path, optional
+        The folder of the files; default the bundled one.
+
+    Returns
+    -------
+    DataFrame
+        item (``srefine-<which>-<row>``), case (one id per distinct note), clinical_note, topic, keypoint.
     """
     from medeval_kit.datasets._io import read_json, read_jsonl
     from medeval_kit.stats import nested_order

@@ -20,7 +20,7 @@ such as a bare ``"20"``, fail and keep score NA — they are counted, never drop
 ``self_answer_correct`` (the model's attempted answer equals the correct answer after removing
 the ``"Correct answer:"`` prefix and an option letter, case and punctuation; NA when the round
 has no attempted answer); ``answer_equals_keypoint`` (the correct answer equals the item's
-keypoint under the same normalisation: Table 6's "C. Answer = Keypoint"); ``attempted_answer``;
+keypoint under the same normalization: Table 6's "C. Answer = Keypoint"); ``attempted_answer``;
 ``correct_answer``; ``best_method``; ``keypoint``; ``topic``; ``total_score`` (top10 only: the
 file's value for the item).
 
@@ -124,7 +124,7 @@ def _norm_answer(text: str) -> str:
 def answers_match(attempted, correct):
     """Return True/False whether the attempted answer equals the correct one, or pd.NA if unknown.
 
-    Both are normalised (``"Correct answer:"`` prefix and an option letter such as ``"B :"``
+    Both are normalized (``"Correct answer:"`` prefix and an option letter such as ``"B :"``
     removed, lower case, punctuation collapsed). An attempt that is only an option letter cannot
     be resolved without the shuffled options and gives NA.
 
@@ -251,11 +251,23 @@ def _load_one(name: str, root: Path, aspects: bool = False) -> pd.DataFrame:
 def load_medqg_rounds(source: str = "all", *, aspects: bool = False, root: str | Path | None = None) -> pd.DataFrame:
     """Return the bundled MedQG refinement traces as a validated ``rounds`` table.
 
-    ``source`` is ``"top10"``, ``"iter_feedback"``, ``"icl_qgqa"`` or ``"all"`` (concatenated;
-    items are prefixed by their source, e.g. ``"top10:13"``). ``aspects=True`` adds one row per
-    rubric aspect parsed from the critique text (:func:`parse_aspects`; aspect names as the critic
-    wrote them, e.g. ``relevant``/``relevance``). ``root`` overrides the data folder.
+    Parameters
+    ----------
+    source : {"all", "top10", "iter_feedback", "icl_qgqa"}, default "all"
+        The trace file; ``"all"`` concatenates them, items prefixed by their source (``"top10:13"``).
+    aspects : bool, default False
+        Add one row per rubric aspect parsed from the critique text (:func:`parse_aspects`; aspect
+        names as the critic wrote them, e.g. ``relevant``/``relevance``).
+    root : str or Path, optional
+        The data folder; default the bundled ``data/medqg``.
 
+    Returns
+    -------
+    DataFrame
+        A validated ``rounds`` table (:mod:`medeval_kit.schemas`) with a ``source`` column.
+
+    Examples
+    --------
     >>> df = load_medqg_rounds("top10")
     >>> df["item"].nunique(), int(df["round"].max())
     (10, 4)

@@ -38,6 +38,21 @@ def load_pandalm(path: str | Path | None = None) -> Bundle:
 
     Labels are ``"A"`` (response1 better), ``"B"`` and ``"tie"``. GPT-3.5's 25 ``"garbage"`` outputs are
     kept in ``raw`` with label NA and ``parse_status="failed"``; they are not turned into ties.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The PandaLM folder; default the bundled ``data/pandalm``.
+
+    Returns
+    -------
+    Bundle
+        ``items``, ``responses``, ``annotations`` and ``judgments`` (name ``pandalm``).
+
+    Examples
+    --------
+    >>> load_pandalm().annotations["rater"].nunique()
+    5
     """
     root = Path(path) if path else data_dir() / "pandalm"
     src = root / "testset-v1.json"

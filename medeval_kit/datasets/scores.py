@@ -17,7 +17,19 @@ FRACTION = re.compile(r"(\d+(?:\.\d+)?)\s*/\s*(\d+(?:\.\d+)?)")
 
 
 class ScoreParse(NamedTuple):
-    """Result of :func:`parse_score_string`: score, max_score, status (``ok``/``failed``) and reason."""
+    """What :func:`parse_score_string` read from one score string.
+
+    Parameters
+    ----------
+    score : float
+        The numerator; NaN when the parse failed.
+    max_score : float
+        The denominator; NaN when the parse failed.
+    status : {"ok", "failed"}
+        Whether a valid ``x/y`` was found.
+    reason : str
+        Why it failed; "" when it did not.
+    """
 
     score: float
     max_score: float
@@ -33,10 +45,22 @@ def _failed(reason: str) -> ScoreParse:
 def parse_score_string(text: Any) -> ScoreParse:
     """Parse a critique score string like ``"24/25"`` or ``"Total score for the context = 45/45."``.
 
-    The *last* ``x/y`` fraction in the text is taken (a component total follows its aspect
-    scores). A string without a fraction (e.g. a bare ``"20"``: the scale is unknown), a zero
-    denominator or a numerator above the denominator gives ``status="failed"`` with NaN scores.
+    The *last* ``x/y`` fraction in the text is taken (a component total follows its aspect scores). A
+    string without a fraction (e.g. a bare ``"20"``: the scale is unknown), a zero denominator or a
+    numerator above the denominator gives ``status="failed"`` with NaN scores.
 
+    Parameters
+    ----------
+    text : object
+        The score string (anything else fails).
+
+    Returns
+    -------
+    ScoreParse
+        The score, its maximum, the status and the reason.
+
+    Examples
+    --------
     >>> parse_score_string("Total score for the context = 45/45.")
     ScoreParse(score=45.0, max_score=45.0, status='ok', reason='')
     >>> parse_score_string("20").status

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import warnings
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -20,17 +22,69 @@ __all__ = [
     "shuffle_options",
     "truncate",
     "schema_token_budget",
+    "DEFAULT_MODEL",
+    "legacy_keywords",
 ]
 
 LETTERS = "ABCDEFGHIJ"
+DEFAULT_MODEL = "local/smollm2-135m"
+"""The LLM a generation function uses when ``model`` is not given (offline, bundled)."""
+
+
+def legacy_keywords(**renames: str) -> Callable:
+    """Accept old keyword names for one release, with a ``DeprecationWarning``.
+
+    ``renames`` maps an old keyword to its replacement: a parameter name (``judge="model"``), or
+    ``"columns:<canonical>"`` for an old per-column keyword whose value goes into the ``columns``
+    mapping (``text="columns:question"``; ``None``, "no such column", is dropped). Put it between ``@shared_docs`` and ``@takes_columns``.
+
+    Parameters
+    ----------
+    **renames : str
+        ``{old keyword: new parameter or "columns:<canonical name>"}``.
+
+    Returns
+    -------
+    callable
+        The decorator.
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            for old, new in renames.items():
+                if old not in kwargs:
+                    continue
+                value = kwargs.pop(old)
+                if new.startswith("columns:"):
+                    role = new.split(":", 1)[1]
+                    if value is None:  # "no such column": the function uses the column only when present
+                        warnings.warn(f"{fn.__name__}({old}=None) is deprecated; leave it out",
+                                      DeprecationWarning, stacklevel=2)
+                    elif value != role:
+                        warnings.warn(f"{fn.__name__}({old}={value!r}) is deprecated; pass "
+                                      f"columns={{{role!r}: {value!r}}}", DeprecationWarning, stacklevel=2)
+                        kwargs["columns"] = {role: value, **dict(kwargs.get("columns") or {})}
+                else:
+                    warnings.warn(f"{fn.__name__}({old}=...) is deprecated; use {new}=", DeprecationWarning,
+                                  stacklevel=2)
+                    if new in kwargs:
+                        raise TypeError(f"{fn.__name__}() got both {old}= (deprecated) and {new}=")
+                    kwargs[new] = value
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 class GenerationError(MedevalError, ValueError):
     """A generation pipeline got bad inputs or parameters."""
 
 
-def resolve_client(model: str, client=None, cache_mode: str = "use"):
+def resolve_client(model: str | None, client=None, cache_mode: str = "use"):
     """Return ``client`` if given (anything with ``.run(requests, ...)``), else ``llm.get_client``."""
+    model = model or DEFAULT_MODEL
     if client is not None:
         return client
     from medeval_kit.llm import get_client
@@ -39,7 +93,23 @@ def resolve_client(model: str, client=None, cache_mode: str = "use"):
 
 
 def derived_seed(*parts: Any) -> int:
-    """A stable 31-bit seed from arbitrary parts (crc32 of their repr), independent of PYTHONHASHSEED."""
+    """A stable 31-bit seed from arbitrary parts (crc32 of their repr), independent of PYTHONHASHSEED.
+
+    Parameters
+    ----------
+    *parts : object
+        Anything with a stable ``repr`` (a run's seed, an item id ...).
+
+    Returns
+    -------
+    int
+        A seed in ``[0, 2**31)``.
+
+    Examples
+    --------
+    >>> derived_seed(0, "item-1") == derived_seed(0, "item-1") != derived_seed(0, "item-2")
+    True
+    """
     return zlib.crc32(repr(tuple(parts)).encode("utf-8")) & 0x7FFFFFFF
 
 
@@ -173,9 +243,23 @@ def _lenient_parse(text: str, schema: dict, parsed, status, perr):
 def shuffle_options(correct: str, distractors: Sequence[str], *, seed: int) -> dict:
     """Shuffle ``[correct] + distractors`` with a seeded RNG and letter them A, B, C ...
 
-    Returns ``options`` (letter -> text), ``answer_letter`` and ``shuffle_order`` (the source index
-    of each lettered option: 0 = the correct answer, 1.. = distractors in their given order).
+    Parameters
+    ----------
+    correct : str
+        The correct option.
+    distractors : sequence of str
+        The wrong options.
+    seed : int
+        Random seed of the shuffle.
 
+    Returns
+    -------
+    dict
+        ``options`` (letter -> text), ``answer_letter`` and ``shuffle_order`` (the source index of each
+        lettered option: 0 = the correct answer, 1.. = distractors in their given order).
+
+    Examples
+    --------
     >>> s = shuffle_options("yes", ["no", "maybe"], seed=1)
     >>> s["options"][s["answer_letter"]]
     'yes'

@@ -15,7 +15,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.generate._common import (
+    DEFAULT_MODEL,
     GenerationError,
     derived_seed,
     dumps,
@@ -48,9 +51,27 @@ def split_markdown_sections(markdown: str, *, doc_id: str = "doc", min_chars: in
     A section runs from an ATX heading of level <= ``max_level`` to the next such heading; text
     before the first heading is a section titled ``""``. Sections whose body is shorter than
     ``min_chars`` are dropped and counted in the ``n_dropped`` column (the same on every row of the
-    document). Columns: doc_id, chunk_id, section_title, level, path (titles of the enclosing
-    headings joined by " > "), text, n_chars, n_dropped.
+    document).
 
+    Parameters
+    ----------
+    markdown : str
+        The document.
+    doc_id : str, default "doc"
+        The document's id, prefixed to the chunk ids (``<doc_id>:<k>``).
+    min_chars : int, default 1
+        Drop sections whose body is shorter.
+    max_level : int, default 6
+        The deepest heading level that starts a section.
+
+    Returns
+    -------
+    DataFrame
+        ``doc_id, chunk_id, section_title, level`` (the heading level), ``path`` (titles of the
+        enclosing headings joined by " > "), ``text, n_chars, n_dropped``.
+
+    Examples
+    --------
     >>> split_markdown_sections("# A\\nx\\n## B\\ny")[["section_title", "text"]].values.tolist()
     [['A', 'x'], ['B', 'y']]
     """
@@ -85,17 +106,50 @@ def split_markdown_sections(markdown: str, *, doc_id: str = "doc", min_chars: in
 
 
 # --------------------------------------------------------------------------- generation
-def extract_topics(chunks: pd.DataFrame, *, model: str = "local/smollm2-135m", client=None,
+@shared_docs
+@takes_columns("text", "chunk_id")
+def extract_topics(chunks: pd.DataFrame, *, model: str | None = None, client=None,
                    cache_mode: str = "use", max_topics: int = 3, seed: int = 0, temperature: float = 0.0,
                    max_tokens: int = 200, constrained: bool = True, max_chunk_chars: int | None = 3000,
-                   text: str = "text", chunk_id: str = "chunk_id", progress: bool = False) -> pd.DataFrame:
+                   progress: bool = False, columns: Columns = None) -> pd.DataFrame:
     """List exam-worthy topics per chunk (same LM as the question generator, as in the paper).
 
-    Returns one row per (chunk, topic) with provenance; a chunk whose reply cannot be parsed
-    keeps one row with ``topic`` NA and ``parse_status`` failed/missing (never dropped).
-    Duplicate topics within a chunk are removed and counted in ``n_duplicates``.
+    Parameters
+    ----------
+    chunks : DataFrame
+        ``chunk_id`` and ``text``, one row per chunk (:func:`split_markdown_sections`).
+    {model}
+        Default ``"local/smollm2-135m"``.
+    {client}
+    cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    max_topics : int, default 3
+        The most topics per chunk.
+    {seed}
+    temperature : float, default 0.0
+        Sampling temperature.
+    max_tokens : int, default 200
+        Token limit of a reply.
+    constrained : bool, default True
+        Constrain replies to the JSON schema (grammar with the local model, structured output with APIs);
+        ``False`` parses free text against the same schema, so failures are counted.
+    max_chunk_chars : int or None, default 3000
+        Chunks are cut to this many characters in the prompt; ``None`` keeps them whole.
+    progress : bool, default False
+        Show a progress bar.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per (chunk, topic): the chunk's columns, ``topic_id``, ``topic``, ``n_duplicates``
+        (duplicate topics removed within the chunk), provenance and ``raw``; a chunk whose reply cannot
+        be parsed keeps one row with ``topic`` NA and ``parse_status`` failed/missing (never dropped).
     """
     from medeval_kit.prompts import load_prompt
+
+    model = model or DEFAULT_MODEL
+    text, chunk_id = "text", "chunk_id"
 
     p = load_prompt("generate/grounded_topics")
     client = resolve_client(model, client, cache_mode)
@@ -196,10 +250,11 @@ def _question_row(r: pd.Series, rec: dict, *, fmt: str, model: str, seed: int, d
     return row
 
 
-def generate_grounded_questions(topics: pd.DataFrame, *, fmt: str = "mcq", model: str = "local/smollm2-135m",
+@shared_docs
+def generate_grounded_questions(topics: pd.DataFrame, *, fmt: str = "mcq", model: str | None = None,
                                 client=None, cache_mode: str = "use", seed: int = 0, temperature: float = 0.0,
                                 max_tokens: int = 300, constrained: bool = True, shuffle: bool = True,
-                                max_chunk_chars: int | None = 3000, dataset: str = "grounded_generated",
+                                max_chunk_chars: int | None = 3000, dataset: str | None = None,
                                 progress: bool = False) -> pd.DataFrame:
     """One question per (chunk, topic) row of ``topics``; rows with NA topic (a failed topic call,
     counted in ``topics``) get no question.
@@ -208,9 +263,51 @@ def generate_grounded_questions(topics: pd.DataFrame, *, fmt: str = "mcq", model
     ``generated_letter`` (position-bias audit), then the options are shuffled with a seeded RNG
     (``shuffle_order``: the generated position of each new letter) and ``answer`` is the new
     letter. Structural validity (four distinct non-empty options) is checked; failures stay with
-    ``valid=False`` and a ``invalid_reason``. Returns an ``items``-shaped table with provenance.
+    ``valid=False`` and a ``invalid_reason``.
+
+    Parameters
+    ----------
+    topics : DataFrame
+        The table of :func:`extract_topics` (``topic_id, topic, chunk_id, text``).
+    fmt : {"mcq", "oe"}, default "mcq"
+        Multiple choice (A-D) or open-ended.
+    {model}
+        Default ``"local/smollm2-135m"``.
+    {client}
+    cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    {seed}
+    temperature : float, default 0.0
+        Sampling temperature.
+    max_tokens : int, default 300
+        Token limit of a reply.
+    constrained : bool, default True
+        Constrain replies to the JSON schema (grammar with the local model, structured output with APIs);
+        ``False`` parses free text against the same schema, so failures are counted.
+    shuffle : bool, default True
+        Shuffle the MCQ options (seeded per item).
+    max_chunk_chars : int or None, default 3000
+        Chunks are cut to this many characters in the prompt; ``None`` keeps them whole.
+    dataset : str, optional
+        The value of the ``dataset`` column; default ``"grounded_generated"``.
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    DataFrame
+        An ``items``-shaped table with provenance (``generator`` = the model), ``valid`` and
+        ``invalid_reason``.
+
+    Raises
+    ------
+    GenerationError
+        An unknown ``fmt``.
     """
     from medeval_kit.prompts import load_prompt
+
+    model = model or DEFAULT_MODEL
+    dataset = dataset or "grounded_generated"
 
     if fmt not in ("mcq", "oe"):
         raise GenerationError(f"fmt must be 'mcq' or 'oe'; not {fmt!r}")
@@ -226,16 +323,47 @@ def generate_grounded_questions(topics: pd.DataFrame, *, fmt: str = "mcq", model
                          for (_, r), rec in zip(todo.iterrows(), recs)])
 
 
-def qc_judge(items: pd.DataFrame, *, model: str = "local/smollm2-135m", client=None, cache_mode: str = "use",
+@shared_docs
+def qc_judge(items: pd.DataFrame, *, model: str | None = None, client=None, cache_mode: str = "use",
              seed: int = 0, temperature: float = 0.0, max_tokens: int = 120, constrained: bool = True,
              max_chunk_chars: int | None = 3000, progress: bool = False) -> pd.DataFrame:
     """Score each question 1-10 on :data:`QC_CRITERIA` in one call; return a ``judgments`` table.
 
     The paper uses two prompts (I.4 correctness/validity, I.5 clarity/difficulty/groundedness);
-    this asks for all five at once to halve the calls (a documented deviation). Unparseable
-    replies give five rows with ``score`` NA and ``parse_status`` failed/missing.
+    this asks for all five at once to halve the calls (a documented deviation).
+
+    Parameters
+    ----------
+    items : DataFrame
+        Generated items (:func:`generate_grounded_questions`): ``item, context, question, answer,
+        explanation`` and, for MCQs, ``choices``.
+    {model}
+        The judge; default ``"local/smollm2-135m"``.
+    {client}
+    cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    {seed}
+    temperature : float, default 0.0
+        Sampling temperature.
+    max_tokens : int, default 120
+        Token limit of a reply.
+    constrained : bool, default True
+        Constrain replies to the JSON schema (grammar with the local model, structured output with APIs);
+        ``False`` parses free text against the same schema, so failures are counted.
+    max_chunk_chars : int or None, default 3000
+        Contexts are cut to this many characters in the prompt; ``None`` keeps them whole.
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    DataFrame
+        A ``judgments`` table: five rows per item (one per criterion, ``protocol="rubric"``); an
+        unparseable reply gives five rows with ``score`` NA and ``parse_status`` failed/missing.
     """
     from medeval_kit.prompts import load_prompt
+
+    model = model or DEFAULT_MODEL
 
     p = load_prompt("generate/grounded_qc")
     client = resolve_client(model, client, cache_mode)
@@ -342,6 +470,35 @@ def evaluate_benchmark(items: pd.DataFrame, models: Sequence[str], *, client=Non
     and the ``grader`` (default: the first model) grades C/I against the expert answer (no
     partial credit). Items with ``valid`` False are not evaluated (count them in ``items``);
     unparseable replies give ``correct`` NA with their parse status.
+
+    Parameters
+    ----------
+    items : DataFrame
+        Generated items (:func:`generate_grounded_questions`) with ``format`` and ``valid``.
+    models : sequence of str
+        The models evaluated (``provider/name``).
+    client : Client, optional
+        One client for every model; default one per model (:func:`medeval_kit.llm.get_client`).
+    clients : dict of str to Client, optional
+        A client per model name (wins over ``client``).
+    grader : str, optional
+        The model grading open-ended answers; default the first of ``models``.
+    cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    seed : int, default 0
+        Random seed of the calls and of the option shuffles.
+    max_tokens : int, default 200
+        Token limit of an open-ended answer.
+    constrained : bool, default True
+        Constrain replies to the JSON schema (grammar with the local model, structured output with APIs);
+        ``False`` parses free text against the same schema, so failures are counted.
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    DataFrame
+        A ``responses`` table, one row per (item, model), with ``correct`` (NA when unparseable).
     """
     valid = items[items.get("valid", pd.Series(True, index=items.index)).astype(bool)]
     mcq, oe = valid[valid["format"] == "mcq"], valid[valid["format"] == "oe"]
@@ -359,10 +516,42 @@ def evaluate_benchmark(items: pd.DataFrame, models: Sequence[str], *, client=Non
     return pd.DataFrame(out)
 
 
+@shared_docs
+@takes_columns("context")
 def contexts_to_markdown(items: pd.DataFrame, *, n: int = 2, seed: int = 0, title: str = "Grounding document",
-                         context: str = "context") -> str:
-    """Build a small markdown document (one ``##`` section per context) from ``n`` distinct contexts,
-    e.g. the bundled PubMedQA abstracts, to run the grounded pipeline offline."""
+                         columns: Columns = None) -> str:
+    """Build a small markdown document (one ``##`` section per context) from ``n`` distinct contexts.
+
+    E.g. the bundled PubMedQA abstracts, to run the grounded pipeline offline.
+
+    Parameters
+    ----------
+    items : DataFrame
+        A ``context`` column.
+    n : int, default 2
+        Distinct contexts to use, in a seeded order (a smaller ``n`` gives a prefix of a larger one).
+    {seed}
+    title : str, default "Grounding document"
+        The document's ``#`` title.
+    {columns}
+
+    Returns
+    -------
+    str
+        The markdown document.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> print(contexts_to_markdown(pd.DataFrame({"context": ["Aspirin."]}), n=1))
+    # Grounding document
+    <BLANKLINE>
+    ## Section 1
+    <BLANKLINE>
+    Aspirin.
+    <BLANKLINE>
+    """
+    context = "context"
     ctx = items.drop_duplicates(subset=[context]).reset_index(drop=True)
     pick = ctx.iloc[nested_order(len(ctx), seed)[: int(n)]]  # nested: a smaller n is a prefix
     parts = [f"# {title}", ""]

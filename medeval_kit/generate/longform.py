@@ -9,7 +9,9 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from medeval_kit.generate._common import GenerationError, resolve_client, run_prompt
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
+from medeval_kit.generate._common import DEFAULT_MODEL, GenerationError, resolve_client, run_prompt
 
 __all__ = [
     "cochran_sample_size",
@@ -29,8 +31,31 @@ def cochran_sample_size(N: int | None = None, *, confidence: float = 0.95, margi
     """Cochran's sample size with the finite-population correction, rounded up.
 
     ``n0 = z^2 p (1 - p) / e^2``; ``n = n0 / (1 + (n0 - 1) / N)``. For N = 2,698 (longform-medqa-2024):
-    n0 = 384.15, n = 336.4 -> 337.
+    n0 = 384.15, n = 336.4 -> 337. A design calculation, not a statistic of data.
 
+    Parameters
+    ----------
+    N : int, optional
+        The population size; ``None`` gives ``n0`` (no finite-population correction).
+    confidence : float, default 0.95
+        Coverage of the interval the sample should give.
+    margin : float, default 0.05
+        The margin of error ``e``.
+    p : float, default 0.5
+        The anticipated proportion (0.5 is the most conservative).
+
+    Returns
+    -------
+    dict
+        ``N, confidence, margin, p, z, n0, n_exact, n`` (rounded up) and ``formula``.
+
+    Raises
+    ------
+    GenerationError
+        A parameter out of range.
+
+    Examples
+    --------
     >>> cochran_sample_size(2698)["n"]
     337
     """
@@ -56,6 +81,39 @@ def dedup_dbscan(texts: Sequence[str] | pd.Series, *, embeddings: np.ndarray | N
     first member). Returns one row per text: ``index``, ``text``, ``cluster``, ``cluster_size``,
     ``is_medoid`` (one per cluster and per noise point: ``is_medoid.sum()`` is the number of clusters,
     ``(~is_medoid).sum()`` the number of texts removed).
+
+    Parameters
+    ----------
+    texts : sequence of str or Series
+        The texts.
+    embeddings : numpy.ndarray, optional
+        One row per text; default ``embedder``'s embeddings.
+    eps : float, default 0.25
+        DBSCAN radius in cosine distance (0.25 = similarity 0.75).
+    min_samples : int, default 1
+        DBSCAN's core-point size (1: no noise points).
+    embedder : str or object, default "tfidf-lsa"
+        A name for :func:`~medeval_kit.embed.get_embedder` or an object with ``fit_transform(texts)``.
+    medoid_metric : {"cosine", "euclidean"}, default "cosine"
+        The distance the medoid minimises.
+    seed : int, default 0
+        Random seed of the embedder.
+
+    Returns
+    -------
+    DataFrame
+        One row per text: ``index, text, cluster, cluster_size, is_medoid``.
+
+    Raises
+    ------
+    GenerationError
+        As many embeddings as texts are needed; an unknown ``medoid_metric``.
+
+    Examples
+    --------
+    >>> d = dedup_dbscan(["chest pain", "chest pain", "fever"], embeddings=[[1, 0], [1, 0], [0, 1]])
+    >>> int(d["is_medoid"].sum())
+    2
     """
     from sklearn.cluster import DBSCAN
 
@@ -91,15 +149,41 @@ def dedup_dbscan(texts: Sequence[str] | pd.Series, *, embeddings: np.ndarray | N
                          "cluster_size": sizes.to_numpy(), "is_medoid": is_med})
 
 
-def label_difficulty(items: pd.DataFrame, *, model: str = "local/smollm2-135m", client=None,
-                     cache_mode: str = "use", seed: int = 0, question: str = "question",
-                     constrained: bool = True, progress: bool = False) -> pd.DataFrame:
-    """Label each question basic/intermediate/advanced (1/2/3); failures give ``difficulty`` NA."""
+@shared_docs
+@takes_columns("item", "question")
+def label_difficulty(items: pd.DataFrame, *, model: str | None = None, client=None,
+                     cache_mode: str = "use", seed: int = 0, constrained: bool = True, progress: bool = False,
+                     columns: Columns = None) -> pd.DataFrame:
+    """Label each question basic/intermediate/advanced (1/2/3) with the LLM.
+
+    Parameters
+    ----------
+    items : DataFrame
+        ``item`` and ``question``.
+    {model}
+        Default ``"local/smollm2-135m"``.
+    {client}
+    cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    {seed}
+    constrained : bool, default True
+        Constrain replies to the JSON schema.
+    progress : bool, default False
+        Show a progress bar.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``items`` plus ``difficulty`` (1-3, NA when the reply failed), ``difficulty_label``,
+        ``difficulty_parse_status``, ``difficulty_model`` and ``difficulty_prompt``.
+    """
     from medeval_kit.prompts import load_prompt
 
+    model = model or DEFAULT_MODEL
     p = load_prompt("generate/longform_difficulty")
     client = resolve_client(model, client, cache_mode)
-    recs = run_prompt(client, p, [{"question": q} for q in items[question]], model=model, max_tokens=20,
+    recs = run_prompt(client, p, [{"question": q} for q in items["question"]], model=model, max_tokens=20,
                       seed=seed, constrained=constrained, metadata=[{"item": i} for i in items["item"]],
                       progress=progress, desc="difficulty")
     out = items.copy()
@@ -112,14 +196,42 @@ def label_difficulty(items: pd.DataFrame, *, model: str = "local/smollm2-135m", 
     return out
 
 
+@shared_docs
 def stratified_batches(items: pd.DataFrame, *, size: int = 100, n_batches: int = 1, strata: str = "difficulty",
                        seed: int = 0, missing: str = "own_stratum") -> pd.DataFrame:
     """Draw ``n_batches`` disjoint batches of ``size`` items, each allocated to strata in proportion
     to their share of ``items`` (largest-remainder rounding), sampled without replacement.
 
-    ``missing="own_stratum"`` keeps NA labels as a stratum ``<missing>``; ``"drop"`` drops them
-    (counted in the ``n_dropped`` column). Returns the sampled rows with ``batch``, ``stratum`` and
-    ``n_dropped`` (the same on every row).
+    Parameters
+    ----------
+    items : DataFrame
+        The pool, with the ``strata`` column.
+    size : int, default 100
+        Items per batch.
+    n_batches : int, default 1
+        Disjoint batches to draw.
+    strata : str, default "difficulty"
+        The column holding the stratum (e.g. :func:`label_difficulty`'s ``difficulty``).
+    {seed}
+    missing : {"own_stratum", "drop"}, default "own_stratum"
+        NA strata form a stratum ``<missing>``, or are dropped (counted in ``n_dropped``).
+
+    Returns
+    -------
+    DataFrame
+        The sampled rows with ``batch``, ``stratum`` and ``n_dropped`` (the same on every row).
+
+    Raises
+    ------
+    GenerationError
+        Too few items for the batches.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> pool = pd.DataFrame({"item": range(10), "difficulty": [1] * 6 + [2] * 4})
+    >>> stratified_batches(pool, size=5, seed=0)["stratum"].value_counts().sort_index().tolist()
+    [3, 2]
     """
     df = items.copy()
     df["stratum"] = df[strata].astype("object").where(df[strata].notna(), "<missing>")
@@ -150,7 +262,23 @@ def stratified_batches(items: pd.DataFrame, *, size: int = 100, n_batches: int =
 
 
 def count_sentences(text: str | None) -> int:
-    """Rough sentence count (splits on ., ! or ? followed by whitespace or the end)."""
+    """Rough sentence count (splits on ., ! or ? followed by whitespace or the end).
+
+    Parameters
+    ----------
+    text : str or None
+        The text; ``None`` or empty gives 0.
+
+    Returns
+    -------
+    int
+        The number of sentences.
+
+    Examples
+    --------
+    >>> count_sentences("One. Two! Three?")
+    3
+    """
     if not text:
         return 0
     import re
@@ -158,16 +286,42 @@ def count_sentences(text: str | None) -> int:
     return len([s for s in re.split(r"(?<=[.!?])\s+", str(text).strip()) if s.strip()])
 
 
-def generate_longform_answers(items: pd.DataFrame, *, model: str = "local/smollm2-135m", client=None,
+@shared_docs
+@takes_columns("item", "question")
+def generate_longform_answers(items: pd.DataFrame, *, model: str | None = None, client=None,
                               cache_mode: str = "use", seed: int = 0, max_tokens: int = 120, repeat: int = 0,
-                              question: str = "question", progress: bool = False) -> pd.DataFrame:
-    """Answer each question with the three-sentence prompt; return a ``responses`` table with
-    ``n_sentences`` and ``over_cap`` (more than three sentences), plus provenance."""
+                              progress: bool = False, columns: Columns = None) -> pd.DataFrame:
+    """Answer each question with the three-sentence prompt.
+
+    Parameters
+    ----------
+    items : DataFrame
+        ``item`` and ``question``.
+    {model}
+        Default ``"local/smollm2-135m"``.
+    {client}
+    cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    {seed}
+    max_tokens : int, default 120
+        Token limit of an answer.
+    repeat : int, default 0
+        The value of the ``repeat`` column (run the function again with another ``repeat`` for more answers).
+    progress : bool, default False
+        Show a progress bar.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        A ``responses`` table with ``n_sentences`` and ``over_cap`` (more than three sentences), plus provenance.
+    """
     from medeval_kit.prompts import load_prompt
 
+    model = model or DEFAULT_MODEL
     p = load_prompt("generate/longform_answer")
     client = resolve_client(model, client, cache_mode)
-    recs = run_prompt(client, p, [{"question": q} for q in items[question]], model=model, max_tokens=max_tokens,
+    recs = run_prompt(client, p, [{"question": q} for q in items["question"]], model=model, max_tokens=max_tokens,
                       seed=seed, constrained=False, schema=None, metadata=[{"item": i} for i in items["item"]],
                       progress=progress, desc="long-form answers")
     rows = []

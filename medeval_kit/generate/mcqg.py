@@ -10,7 +10,7 @@ Input: a DataFrame of (clinical note, topic, test point) triplets. For each roun
 3. critique: one call per rubric component (5), every aspect scored 1-5; the reasoning
    ``correctness`` aspect is computed (attempted letter == keyed letter), as in the public code;
 4. stop check with :func:`medeval_kit.rounds.should_stop` (rule ``total`` = paper, mean of the
-   normalised components > threshold; ``all_components`` = public code, every component >=
+   normalized components > threshold; ``all_components`` = public code, every component >=
    threshold) or ``max_rounds``; the output round is chosen by
    :func:`medeval_kit.rounds.select_best_round` with a stated tie-break.
 
@@ -29,17 +29,20 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit import rounds
-from medeval_kit.datasets.medqg import load_srefine_inputs
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.generate._common import (
+    DEFAULT_MODEL,
     GenerationError,
     derived_seed,
     dumps,
+    legacy_keywords,
     resolve_client,
     run_prompt,
     shuffle_options,
     truncate,
 )
-from medeval_kit.results import result_frame, result_row
+from medeval_kit.results import RESULT_COLUMNS, Result, result_frame, result_row
 
 __all__ = [
     "round_summary",
@@ -48,8 +51,8 @@ __all__ = [
     "stop_rule_comparison",
     "judge_srefine",
     "SRefineResult",
+    "SRefineJudgment",
     "run_srefine",
-    "load_srefine_inputs",
     "build_fewshot_bank",
     "format_mcq",
     "critique_schema",
@@ -76,6 +79,16 @@ def build_fewshot_bank(*, method: str = "bm25"):
     The bank (758 GPT-4 questions from MedQG's public repo) stands in for MedQA; each example
     row has context, question, answer_text, options and the source clinical note (``note``) so
     that examples built from the same note can be excluded.
+
+    Parameters
+    ----------
+    method : {"bm25", "tfidf"}, default "bm25"
+        The retriever (:class:`~medeval_kit.retrieve.Retriever`).
+
+    Returns
+    -------
+    Retriever
+        Fitted on the question stem, topic and keypoint, with ``note`` as the id.
     """
     from medeval_kit.datasets import load_medqg_questions
     from medeval_kit.retrieve import Retriever
@@ -105,7 +118,34 @@ def _examples(retriever, query: str, note: str, k: int, fields: Sequence[str], m
 
 
 def format_mcq(context: str, question: str, options: dict, answer_letter: str | None = None) -> str:
-    """Plain-text rendering of an MCQ (used in critique/correction prompts and the rounds table)."""
+    """Plain-text rendering of an MCQ (used in critique/correction prompts and the rounds table).
+
+    Parameters
+    ----------
+    context : str
+        The clinical vignette.
+    question : str
+        The question stem.
+    options : dict of str to str
+        Letter -> option text, in display order.
+    answer_letter : str, optional
+        The key; a ``Correct answer`` line is added when given.
+
+    Returns
+    -------
+    str
+        The MCQ as text.
+
+    Examples
+    --------
+    >>> print(format_mcq("A 30-year-old man.", "Diagnosis?", {"A": "Flu", "B": "Cold"}, "A"))
+    Context: A 30-year-old man.
+    Question: Diagnosis?
+    Options:
+    A. Flu
+    B. Cold
+    Correct answer: A
+    """
     lines = [f"Context: {context}", f"Question: {question}", "Options:"]
     lines += [f"{k}. {v}" for k, v in options.items()]
     if answer_letter:
@@ -118,6 +158,18 @@ def critique_schema(aspects: Sequence[str], *, max_feedback_chars: int = 100) ->
 
     Scores come first and the feedback is length-capped so that a grammar-constrained reply
     always completes within a small ``max_tokens`` (an unbounded string can be cut off).
+
+    Parameters
+    ----------
+    aspects : sequence of str
+        The component's aspect ids.
+    max_feedback_chars : int, default 100
+        The longest feedback allowed.
+
+    Returns
+    -------
+    dict
+        The JSON schema.
     """
     return {
         "type": "object",
@@ -134,13 +186,22 @@ def critique_schema(aspects: Sequence[str], *, max_feedback_chars: int = 100) ->
 
 
 @dataclass(frozen=True)
-class SRefineResult:
-    """Output of :func:`run_srefine`.
+class SRefineResult(Result):
+    """Output of :func:`run_srefine`. Not a statistic: :meth:`to_frame` is one row of counts.
 
-    ``rounds``: the schema ``rounds`` table plus provenance (text, feedback, parse_status ...).
-    ``generations``: one row per (item, round): the MCQ, options, shuffle order, self-answer,
-    component scores, total, stop/best flags. ``calls``: one row per LLM call. ``params``: the
-    settings (stop rule, threshold, tie-break, max_rounds, model, seed ...).
+    Attributes
+    ----------
+    rounds : DataFrame
+        The schema ``rounds`` table plus provenance (text, feedback, parse_status ...).
+    generations : DataFrame
+        One row per (item, round): the MCQ, options, shuffle order, self-answer, component scores,
+        total, stop/best flags.
+    calls : DataFrame
+        One row per LLM call.
+    params : dict
+        The settings (stop rule, threshold, tie-break, max_rounds, model, seed ...).
+    stage0 : StageZeroResult or None
+        The Stage 0 tables when ``topics="machine"``.
     """
 
     rounds: pd.DataFrame
@@ -150,11 +211,23 @@ class SRefineResult:
     stage0: Any = None
 
     def best(self) -> pd.DataFrame:
-        """The selected output MCQ of every item (``best`` rows of ``generations``)."""
+        """The selected output MCQ of every item (``best`` rows of ``generations``).
+
+        Returns
+        -------
+        DataFrame
+            One row per item.
+        """
         return self.generations[self.generations["best"]].reset_index(drop=True)
 
     def to_frame(self) -> pd.DataFrame:
-        """One summary row: n_items, rounds, calls, parse failures, QA accuracy, stop counts."""
+        """One summary row: n_items, rounds, calls, parse failures, QA accuracy, stop counts.
+
+        Returns
+        -------
+        DataFrame
+            One row of counts and settings.
+        """
         g, c = self.generations, self.calls
         return pd.DataFrame([{
             "n_items": g["item"].nunique(), "n_rounds_run": len(g),
@@ -170,6 +243,13 @@ class SRefineResult:
         }])
 
     def summary(self) -> str:
+        """One line: items, rounds, calls, failures and the stop rule.
+
+        Returns
+        -------
+        str
+            The summary.
+        """
         r = self.to_frame().iloc[0]
         return (f"MCQG-SRefine ({r.topics} topics): {r.n_items} items, {r.n_rounds_run} item-rounds (mean {r.mean_rounds:.2f} rounds), "
                 f"{r.n_calls} calls ({r.n_cached} cached), {r.n_failed} parse failures, {r.n_missing} missing; "
@@ -334,7 +414,7 @@ def _aspect_score(comp, aspect, st: dict, rec: dict, scores, ok: bool, qa_correc
 def _score_item(loop: _Loop, i: str, rnd: int, recs) -> tuple[dict, list[dict], bool]:
     """Score one item's critiques (``recs`` yields its component records in rubric order).
 
-    Returns the normalised score per component (NaN when any aspect is missing), the rounds-table
+    Returns the normalized score per component (NaN when any aspect is missing), the rounds-table
     rows (every aspect plus a ``total`` per component) and whether the self-answer was right; sets
     the item's ``feedback_text`` for the next correction."""
     st = loop.state[i]
@@ -436,10 +516,13 @@ def _tables(gen_rows: list[dict], round_rows: list[dict], tie_break: str) -> tup
     return rounds_df, gens
 
 
+@shared_docs
+@legacy_keywords(note="columns:clinical_note")
+@takes_columns("item", "clinical_note", "topic", "keypoint", "case")
 def run_srefine(
     inputs: pd.DataFrame,
     *,
-    model: str = "local/smollm2-135m",
+    model: str | None = None,
     client=None,
     cache_mode: str = "use",
     retriever=None,
@@ -456,41 +539,88 @@ def run_srefine(
     max_note_chars: int | None = 2000,
     max_example_chars: int | None = 500,
     correctness_wrong_score: float | None = None,
-    item: str = "item",
-    note: str = "clinical_note",
-    topic: str = "topic",
-    keypoint: str = "keypoint",
     topics: str = "human",
-    case: str = "case",
     max_topics: int = 5,
     triplets_per_note: int | None = 1,
     k_concepts: int = 8,
     progress: bool = False,
+    columns: Columns = None,
 ) -> SRefineResult:
     """Run MCQG-SRefine on ``inputs`` (one row per triplet); all items advance stage by stage.
 
-    Args:
-        model, client, cache_mode: the LLM (``client`` = any object with ``.run(requests)``).
-        retriever: few-shot retriever (default: :func:`build_fewshot_bank`); ``k_shots=0`` = none.
-        rubric: rubric name or :class:`~medeval_kit.prompts.Rubric` (5 components, 30 aspects).
-        max_rounds: at most this many rounds (round 1 = INIT; paper and code: 4).
-        stop_rule, threshold: passed to ``rounds.should_stop``, one of ``rounds.STOP_RULES``:
-            ``"total"`` (paper), ``"all_components"`` (public code) or ``"max_rounds"`` (no early stop).
-        tie_break: passed to ``rounds.select_best_round`` (e.g. ``"earliest"``, ``"latest"``).
-        constrained: JSON schema in the request (grammar with the local model) vs free text
-            parsed afterwards (failures counted).
-        max_note_chars, max_example_chars: truncation so prompts fit small context windows.
-        topics: where the (topic, test point) pairs come from, recorded per row (``topics`` in
-            ``generations``, ``source`` in ``rounds``): ``"human"`` uses the ``topic`` and ``keypoint``
-            columns of ``inputs``; ``"machine"`` runs Stage 0 (:func:`~medeval_kit.generate.topics.machine_triplets`)
-            on the distinct notes of ``inputs`` (``case`` and ``note`` columns): at most ``max_topics``
-            checklist topics per note, a test point per topic from ``k_concepts`` retrieved outline
-            concepts, and the first ``triplets_per_note`` triplets of each note go through the loop
-            (the Stage 0 tables are in ``result.stage0``).
-        correctness_wrong_score: score of the computed reasoning ``correctness`` aspect when the
-            self-answer is wrong (default: the aspect's minimum; the public code uses 0).
+    Parameters
+    ----------
+    inputs : DataFrame
+        One row per triplet: ``item``, ``clinical_note``, ``topic`` and ``keypoint``
+        (:func:`~medeval_kit.datasets.load_srefine_inputs`); with ``topics="machine"`` the distinct
+        notes (``case`` and ``clinical_note``). The old keywords ``item=``, ``note=``, ``topic=``,
+        ``keypoint=`` and ``case=`` still work for one release (use ``columns=``).
+    {model}
+        Default ``"local/smollm2-135m"``.
+    {client}
+    cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    retriever : Retriever, optional
+        Few-shot retriever; default :func:`build_fewshot_bank`.
+    rubric : str or Rubric, default "mcqg_srefine"
+        Rubric name or :class:`~medeval_kit.prompts.Rubric` (5 components, 30 aspects).
+    max_rounds : int, default 4
+        At most this many rounds (round 1 = INIT; paper and code: 4).
+    stop_rule : str, default "total"
+        Passed to ``rounds.should_stop``, one of ``rounds.STOP_RULES``: ``"total"`` (paper),
+        ``"all_components"`` (public code) or ``"max_rounds"`` (no early stop).
+    threshold : float, default 0.9
+        The stop rule's threshold.
+    tie_break : str, default "earliest"
+        Passed to ``rounds.select_best_round`` (e.g. ``"earliest"``, ``"latest"``).
+    k_shots : int, default 3
+        Few-shot examples per INIT call; 0 = none.
+    {seed}
+    temperature : float, default 0.0
+        Sampling temperature.
+    max_tokens : int, default 300
+        Token limit of a reply.
+    constrained : bool, default True
+        JSON schema in the request (grammar with the local model) vs free text parsed afterwards
+        (failures counted).
+    max_note_chars : int or None, default 2000
+        Notes are cut to this many characters in prompts.
+    max_example_chars : int or None, default 500
+        Few-shot examples are cut to this many characters.
+    correctness_wrong_score : float, optional
+        Score of the computed reasoning ``correctness`` aspect when the self-answer is wrong
+        (default: the aspect's minimum; the public code uses 0).
+    topics : {"human", "machine"}, default "human"
+        Where the (topic, test point) pairs come from, recorded per row (``topics`` in
+        ``generations``, ``source`` in ``rounds``): ``"human"`` uses the ``topic`` and ``keypoint``
+        columns of ``inputs``; ``"machine"`` runs Stage 0 (:func:`~medeval_kit.generate.machine_triplets`)
+        on the distinct notes of ``inputs``, and the first ``triplets_per_note`` triplets of each note
+        go through the loop (the Stage 0 tables are in ``result.stage0``).
+    max_topics : int, default 5
+        Stage 0: the most checklist topics per note.
+    triplets_per_note : int or None, default 1
+        Stage 0: triplets per note that go through the loop.
+    k_concepts : int, default 8
+        Stage 0: outline concepts retrieved per (note, topic).
+    progress : bool, default False
+        Show a progress bar.
+    {columns}
+
+    Returns
+    -------
+    SRefineResult
+        The ``rounds`` table, the generations, the calls and the settings.
+
+    Raises
+    ------
+    GenerationError
+        Unknown ``topics`` or stop rule, ``max_rounds < 1``, missing columns, duplicate ids, or a
+        Stage 0 that produced no usable triplet.
     """
     from medeval_kit.prompts import Rubric, load_prompt, load_rubric
+
+    model = model or DEFAULT_MODEL
+    item, note, topic, keypoint = "item", "clinical_note", "topic", "keypoint"
 
     if topics not in ("human", "machine"):
         raise GenerationError(f"topics must be 'human' or 'machine'; not {topics!r}")
@@ -501,10 +631,9 @@ def run_srefine(
         client = resolve_client(model, client, cache_mode)
         stage0 = machine_triplets(inputs, model=model, client=client, max_topics=max_topics,
                                   per_note=triplets_per_note, k_concepts=k_concepts, constrained=constrained,
-                                  seed=seed, temperature=temperature, max_note_chars=max_note_chars, case=case,
-                                  note=note, progress=progress)
-        inputs = stage0.triplets.rename(columns={"clinical_note": note})
-        item, topic, keypoint = "item", "topic", "keypoint"
+                                  seed=seed, temperature=temperature, max_note_chars=max_note_chars,
+                                  progress=progress)
+        inputs = stage0.triplets
         if inputs.empty:
             raise GenerationError(f"Stage 0 produced no usable (topic, test point) pair: {stage0.summary()}")
     _check_inputs(inputs, (item, note, topic, keypoint), stop_rule, max_rounds)
@@ -547,9 +676,23 @@ def run_srefine(
 
 
 def round_summary(result: SRefineResult) -> pd.DataFrame:
-    """Per round: n_items (items that reached it), mean normalised score per component and total
-    (available items only: later rounds are survivors of the stopping rule), QA accuracy, stops,
-    best counts and critique parse failures."""
+    """Per round: mean normalized score per component and total, QA accuracy, stops and failures.
+
+    Means are over the available items only: later rounds are survivors of the stopping rule.
+
+    Parameters
+    ----------
+    result : SRefineResult
+        The output of :func:`run_srefine`.
+
+    Returns
+    -------
+    DataFrame
+        One row per ``round``: ``estimate`` = mean normalized total (no CI), ``n_items`` = items that
+        reached the round, ``n_failed`` = items without a total, the contract columns, then
+        ``mean_<component>``, ``mean_total``, ``n_total_missing``, ``qa_accuracy``, ``n_stopped_by_rule``,
+        ``n_best``, ``n_critique_failed`` and ``population``.
+    """
     g = result.generations
     comps = [c for c in g.columns if c.startswith("score_")]
     rows = []
@@ -561,8 +704,9 @@ def round_summary(result: SRefineResult) -> pd.DataFrame:
                    n_stopped_by_rule=int(d["stop_by_rule"].sum()), n_best=int(d["best"].sum()),
                    n_critique_failed=int(d["n_critique_failed"].sum()),
                    population="available (survivors)")
-        rows.append(row)
-    return pd.DataFrame(rows)
+        rows.append(result_row(row["mean_total"], n_items=row.pop("n_items"), n_failed=row["n_total_missing"],
+                               note="" if row["round"] == 1 else "items that reached this round", **row))
+    return result_frame(rows, keys=["round"])
 
 
 def srefine_pairs(result: SRefineResult, *, a_round: int = 1) -> pd.DataFrame:
@@ -573,6 +717,18 @@ def srefine_pairs(result: SRefineResult, *, a_round: int = 1) -> pd.DataFrame:
     ``answer_b`` the item's best round (the MCQG-SRefine output). ``status`` is ``pair``, or
     ``best_is_round_<a>`` (nothing to compare: the output is the baseline) or ``no_best`` (no scored
     round); only ``pair`` rows go to the judge, the others stay so that they are counted.
+
+    Parameters
+    ----------
+    result : SRefineResult
+        The output of :func:`run_srefine`.
+    a_round : int, default 1
+        The baseline round.
+
+    Returns
+    -------
+    DataFrame
+        One row per item: ``item, topics, question, answer_a, answer_b, model_a, model_b, round_b, status``.
     """
     g = result.generations
     rows = []
@@ -593,8 +749,22 @@ def srefine_pairs(result: SRefineResult, *, a_round: int = 1) -> pd.DataFrame:
 
 def srefine_preferences(pairs: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataFrame:
     """The judge's preference per item (``A`` = baseline round, ``B`` = best round, ``tie``) from
-    :func:`medeval_kit.pairwise.resolve_orders` output; items without one keep a row with
-    ``preference`` NA and the reason in ``status`` (``best_is_round_1``, ``inconsistent``, ``failed``...)."""
+    :func:`medeval_kit.pairwise.resolve_orders` output.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        The pairs of :func:`srefine_pairs`.
+    resolved : DataFrame
+        Resolved verdicts (``item, verdict, resolution``).
+
+    Returns
+    -------
+    DataFrame
+        One row per item: ``item, topics, round_b, preference, status, resolution``; items without a
+        preference keep their row with ``preference`` NA and the reason in ``status``
+        (``best_is_round_1``, ``inconsistent``, ``failed`` ...).
+    """
     r = resolved.drop_duplicates("item").set_index("item")
     out = pairs[["item", "topics", "round_b", "status"]].copy()
     verdict = out["item"].map(r["verdict"]) if "verdict" in r else pd.Series(np.nan, index=out.index)
@@ -610,7 +780,18 @@ def srefine_preferences(pairs: pd.DataFrame, resolved: pd.DataFrame) -> pd.DataF
 def stop_rule_comparison(results: Mapping[tuple[str, str], SRefineResult]) -> pd.DataFrame:
     """Per (topics, stop rule) run: share of items that used every allowed round (Figure 7: 78.9% /
     80.4% under the released code's rule), share stopped by the rule, mean rounds run and share whose
-    best round is round 1 (Figure 6), each with n and a CI (Wilson for shares, t for the mean)."""
+    best round is round 1 (Figure 6), each with n and a CI (Wilson for shares, t for the mean).
+
+    Parameters
+    ----------
+    results : mapping of (str, str) to SRefineResult
+        ``{(topics, stop rule): result}``.
+
+    Returns
+    -------
+    DataFrame
+        One row per (``topics``, ``stop_rule``, ``measure``, ``max_rounds``) with the contract columns.
+    """
     from medeval_kit.stats import mean_interval, wilson_interval
 
     rows = []
@@ -632,24 +813,103 @@ def stop_rule_comparison(results: Mapping[tuple[str, str], SRefineResult]) -> pd
     return result_frame(rows, keys=["topics", "stop_rule", "measure", "max_rounds"])
 
 
-def judge_srefine(pairs: pd.DataFrame, *, judge: str = "local/smollm2-135m", client=None, cache_mode: str = "use",
+class SRefineJudgment(Result):
+    """Output of :func:`judge_srefine`: the pairwise verdicts under two policies and the win rates.
+
+    ``to_frame()`` is the win-rate table. Indexing with the old dict keys (``out["win_rate"]``) still
+    works for one release, with a ``DeprecationWarning``.
+
+    Parameters
+    ----------
+    vanilla : DataFrame
+        One call per order, position-inconsistent pairs dropped (resolved, one row per judged pair).
+    calibrated : DataFrame
+        MEC+BPC (resolved, one row per judged pair).
+    preferences : DataFrame
+        :func:`srefine_preferences` of the calibrated judge: every item, with its status.
+    win_rate : DataFrame
+        Round 1's win rate under each ``policy``, ties half.
+    """
+
+    _KEYS = ("vanilla", "calibrated", "preferences", "win_rate")
+
+    def __init__(self, vanilla: pd.DataFrame, calibrated: pd.DataFrame, preferences: pd.DataFrame,
+                 win_rate: pd.DataFrame) -> None:
+        self.vanilla, self.calibrated, self.preferences, self.win_rate = vanilla, calibrated, preferences, win_rate
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return the win rates.
+
+        Returns
+        -------
+        DataFrame
+            One row per ``policy`` with the contract columns and ``n_dropped``.
+        """
+        w = self.win_rate.copy()
+        for c in RESULT_COLUMNS:
+            if c not in w.columns:
+                w[c] = "" if c in ("ci_method", "note") else (0 if c == "n_failed" else np.nan)
+        return w
+
+    def __getitem__(self, key: str) -> pd.DataFrame:
+        """Old dict access (``out["win_rate"]``), deprecated: use the attributes."""
+        if key not in self._KEYS:
+            raise KeyError(key)
+        import warnings
+
+        from medeval_kit.deprecation import REMOVED_IN
+        warnings.warn(f"judge_srefine(...)[{key!r}] is deprecated and will be removed in {REMOVED_IN}; "
+                      f"use .{key}", DeprecationWarning, stacklevel=2)
+        return getattr(self, key)
+
+    def keys(self) -> tuple[str, ...]:
+        """The old dict keys (deprecated access; see :meth:`__getitem__`)."""
+        return self._KEYS
+
+
+@shared_docs
+@legacy_keywords(judge="model")
+def judge_srefine(pairs: pd.DataFrame, *, model: str | None = None, client=None, cache_mode: str = "use",
                   mec_samples: int = 3, seed: int = 0, constrained: bool = True,
-                  progress: bool = False) -> dict[str, pd.DataFrame]:
-    """Judge :func:`srefine_pairs` twice: the paper's way (one call per order, position-inconsistent pairs
-    dropped) and calibrated (MEC+BPC, Wang et al. 2023: evidence first, ``mec_samples`` scored samples
-    per order, margins averaged). Returns ``vanilla`` and ``calibrated`` (resolved, one row per judged
-    pair), ``preferences`` (:func:`srefine_preferences` of the calibrated judge: every item, with its
-    status) and ``win_rate`` (round 1's win rate under each policy, ties half). With no comparable pair
-    nothing is called and the tables are empty (the preferences still list every item)."""
+                  progress: bool = False) -> SRefineJudgment:
+    """Judge :func:`srefine_pairs` twice: the paper's way and calibrated.
+
+    The paper's way: one call per order, position-inconsistent pairs dropped. Calibrated: MEC+BPC
+    (Wang et al. 2023): evidence first, ``mec_samples`` scored samples per order, margins averaged.
+    With no comparable pair nothing is called and the tables are empty (the preferences still list
+    every item).
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        The pairs of :func:`srefine_pairs`.
+    {model}
+        The judge; default ``"local/smollm2-135m"`` (``judge=`` before; deprecated).
+    {client}
+    cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    mec_samples : int, default 3
+        Scored samples per order of the calibrated judge.
+    {seed}
+    constrained : bool, default True
+        Constrain replies to the JSON schema.
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    SRefineJudgment
+        ``vanilla``, ``calibrated``, ``preferences`` and ``win_rate``; ``to_frame()`` is the win rates.
+    """
     from medeval_kit.judge import judge_pairwise, judge_pairwise_mec
     from medeval_kit.pairwise import resolve_calibrated, resolve_orders, win_rate
 
+    judge = model or DEFAULT_MODEL
     to_judge = pairs[pairs["status"] == "pair"]
     if to_judge.empty:
         none = pd.DataFrame(columns=["item", "verdict", "resolution"])
-        return {"vanilla": none, "calibrated": none, "preferences": srefine_preferences(pairs, none),
-                "win_rate": pd.DataFrame(columns=["policy", "estimate", "ci_low", "ci_high", "n_items",
-                                                  "n_dropped", "n_failed"])}
+        return SRefineJudgment(none, none, srefine_preferences(pairs, none),
+                               pd.DataFrame(columns=["policy", *RESULT_COLUMNS, "n_dropped"]))
     client = resolve_client(judge, client, cache_mode)
     kw = dict(judge=judge, client=client, seed=seed, constrained=constrained, progress=progress)
     vanilla = resolve_orders(judge_pairwise(to_judge, rubric="overall", **kw), "drop")
@@ -657,5 +917,4 @@ def judge_srefine(pairs: pd.DataFrame, *, judge: str = "local/smollm2-135m", cli
     wins = pd.concat([win_rate(vanilla, ties="half").assign(policy="one call per order, inconsistent dropped"),
                       win_rate(calibrated, ties="half").assign(policy=f"MEC+BPC, k={mec_samples}, evidence first")],
                      ignore_index=True)
-    return {"vanilla": vanilla, "calibrated": calibrated, "preferences": srefine_preferences(pairs, calibrated),
-            "win_rate": wins}
+    return SRefineJudgment(vanilla, calibrated, srefine_preferences(pairs, calibrated), wins)

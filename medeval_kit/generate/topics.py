@@ -3,7 +3,7 @@
 1. **Topic selection**: the LLM picks at most 5 topics from the 41-topic NBME checklist
    (``data/medqg/stage0/nbme_topics.yaml``). With ``constrained=True`` the reply is a JSON array
    whose items are an enum of the checklist (grammar-constrained with the local model); without
-   it, every returned topic is matched to the checklist after normalisation, and topics that are
+   it, every returned topic is matched to the checklist after normalization, and topics that are
    not on it are kept as ``status="off_list"`` rows and counted, never used.
 2. **Test-point writing**: the case and each topic query a retriever over the 18-section USMLE
    Content Outline (``data/medqg/stage0/usmle_outline.yaml``); the LLM writes the test point from
@@ -27,12 +27,21 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from medeval_kit.generate._common import GenerationError, resolve_client, run_prompt, truncate
-from medeval_kit.results import result_frame, result_row
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
+from medeval_kit.generate._common import (
+    DEFAULT_MODEL,
+    GenerationError,
+    legacy_keywords,
+    resolve_client,
+    run_prompt,
+    truncate,
+)
+from medeval_kit.results import Result, result_frame, result_row
 from medeval_kit.stats import item_draws, percentile_interval
 
 __all__ = [
-    "load_topic_checklist", "load_content_outline", "build_outline_retriever", "normalise_text",
+    "load_topic_checklist", "load_content_outline", "build_outline_retriever", "normalize_text",
     "match_topic", "topics_schema", "select_topics", "write_test_points", "machine_triplets",
     "StageZeroResult", "topic_overlap", "human_topics", "bundled_machine_topics",
 ]
@@ -42,7 +51,7 @@ _TOPIC_MATCH_RATIO = 0.9  # difflib ratio above which a topic is the same checkl
 
 
 def _stage0_path(name: str, path=None):
-    from medeval_kit.datasets import data_dir
+    from medeval_kit.paths import data_dir
 
     return data_dir() / "medqg" / "stage0" / name if path is None else path
 
@@ -59,7 +68,23 @@ def _read_yaml(path) -> dict:
 
 
 def load_topic_checklist(path=None) -> pd.DataFrame:
-    """Return the NBME topic checklist: topic_id (1..41), group, section, topic (paper's wording)."""
+    """Return the NBME topic checklist (``data/medqg/stage0/nbme_topics.yaml``).
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        A checklist YAML of your own; default the bundled one.
+
+    Returns
+    -------
+    DataFrame
+        ``topic_id`` (1..41), ``group``, ``section``, ``topic`` (the paper's wording).
+
+    Raises
+    ------
+    GenerationError
+        Invalid YAML, or no sections with topics.
+    """
     p = _stage0_path("nbme_topics.yaml", path)
     rows = []
     for sec in _read_yaml(p).get("sections") or []:
@@ -72,7 +97,23 @@ def load_topic_checklist(path=None) -> pd.DataFrame:
 
 
 def load_content_outline(path=None) -> pd.DataFrame:
-    """Return the USMLE Content Outline concepts: section_id (1..18), section, concept."""
+    """Return the USMLE Content Outline concepts (``data/medqg/stage0/usmle_outline.yaml``).
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        An outline YAML of your own; default the bundled one.
+
+    Returns
+    -------
+    DataFrame
+        ``section_id`` (1..18), ``section``, ``concept``.
+
+    Raises
+    ------
+    GenerationError
+        Invalid YAML, or no sections with concepts.
+    """
     p = _stage0_path("usmle_outline.yaml", path)
     rows = [{"section_id": s + 1, "section": sec["section"], "concept": str(c)}
             for s, sec in enumerate(_read_yaml(p).get("sections") or []) for c in sec.get("concepts") or []]
@@ -82,7 +123,20 @@ def load_content_outline(path=None) -> pd.DataFrame:
 
 
 def build_outline_retriever(*, method: str = "bm25", path=None):
-    """Return a fitted :class:`~medeval_kit.retrieve.Retriever` over the outline's concepts (ColBERT stand-in)."""
+    """Return a fitted :class:`~medeval_kit.retrieve.Retriever` over the outline's concepts (ColBERT stand-in).
+
+    Parameters
+    ----------
+    method : {"bm25", "tfidf"}, default "bm25"
+        The retriever (:class:`~medeval_kit.retrieve.Retriever`).
+    path : str or Path, optional
+        An outline YAML of your own (:func:`load_content_outline`).
+
+    Returns
+    -------
+    Retriever
+        Fitted on ``concept`` and ``section``; ``query`` returns rows with ``concept`` and ``section``.
+    """
     from medeval_kit.retrieve import Retriever
 
     bank = load_content_outline(path)
@@ -93,17 +147,55 @@ def build_outline_retriever(*, method: str = "bm25", path=None):
 _PUNCT = re.compile(f"[{re.escape(string.punctuation)}’‘“”]")
 
 
-def normalise_text(text) -> str:
-    """Lower case, punctuation to spaces, whitespace collapsed (``"SAPHO  Syndrome."`` -> ``"sapho syndrome"``)."""
+def normalize_text(text) -> str:
+    """Lower case, punctuation to spaces, whitespace collapsed: the key topics are matched on.
+
+    Unlike :func:`~medeval_kit.generate.normalize_answer` (which deletes punctuation, for scoring
+    answers), punctuation becomes a space, so ``"Cardio-vascular"`` matches ``"cardio vascular"``.
+
+    Parameters
+    ----------
+    text : object
+        The text (converted with ``str``).
+
+    Returns
+    -------
+    str
+        The normalized text.
+
+    Examples
+    --------
+    >>> normalize_text("SAPHO  Syndrome.")
+    'sapho syndrome'
+    """
     return " ".join(_PUNCT.sub(" ", str(text).lower()).split())
 
 
 def match_topic(text, checklist: pd.DataFrame) -> int | None:
-    """The checklist ``topic_id`` of ``text`` (normalised equality, else a close spelling), or None."""
-    norm = normalise_text(text)
+    """The checklist ``topic_id`` of ``text`` (normalized equality, else a close spelling), or None.
+
+    Parameters
+    ----------
+    text : object
+        A topic as the model wrote it.
+    checklist : DataFrame
+        ``topic_id`` and ``topic`` (:func:`load_topic_checklist`).
+
+    Returns
+    -------
+    int or None
+        The matching ``topic_id``; ``None`` when no entry is equal after :func:`normalize_text` or
+        close in spelling (difflib ratio >= 0.9).
+
+    Examples
+    --------
+    >>> match_topic("Underlying  processes/pathways.", load_topic_checklist())
+    2
+    """
+    norm = normalize_text(text)
     if not norm:
         return None
-    keys = [normalise_text(t) for t in checklist["topic"]]
+    keys = [normalize_text(t) for t in checklist["topic"]]
     if norm in keys:
         return int(checklist["topic_id"].iloc[keys.index(norm)])
     squash = norm.replace(" ", "")
@@ -113,7 +205,20 @@ def match_topic(text, checklist: pd.DataFrame) -> int | None:
 
 
 def topics_schema(checklist: pd.DataFrame, max_topics: int = 5) -> dict:
-    """JSON schema of the topic reply: 1..``max_topics`` checklist topics (an enum of their wording)."""
+    """JSON schema of the topic reply: 1..``max_topics`` checklist topics (an enum of their wording).
+
+    Parameters
+    ----------
+    checklist : DataFrame
+        ``topic`` (:func:`load_topic_checklist`).
+    max_topics : int, default 5
+        The most topics a reply may list.
+
+    Returns
+    -------
+    dict
+        The JSON schema (an object with a ``topics`` array).
+    """
     return {"type": "object",
             "properties": {"topics": {"type": "array", "items": {"type": "string", "enum": list(checklist["topic"])},
                                       "minItems": 1, "maxItems": int(max_topics)}},
@@ -136,18 +241,66 @@ def _notes(notes: pd.DataFrame, case: str, note: str) -> pd.DataFrame:
     return notes[[case, note]].drop_duplicates(case).reset_index(drop=True)
 
 
-def select_topics(notes: pd.DataFrame, *, model: str = "local/smollm2-135m", client=None, cache_mode: str = "use",
+_NOTES_DOC = """notes : DataFrame
+        One row per clinical note: ``case`` (the note's id) and ``clinical_note`` (its text) (e.g.
+        :func:`~medeval_kit.datasets.load_srefine_inputs`; duplicates of a case are dropped)."""
+_LLM_DOC = """cache_mode : {"use", "record", "replay"}, default "use"
+        The LLM cache mode (:mod:`medeval_kit.llm`).
+    constrained : bool, default True
+        Constrain replies to the JSON schema (grammar with the local model, structured output with APIs);
+        ``False`` parses free text against the same schema, so failures are counted.
+    seed : int, default 0
+        Random seed of the calls.
+    temperature : float, default 0.0
+        Sampling temperature.
+    max_note_chars : int or None, default 800
+        Notes are cut to this many characters in the prompt; ``None`` keeps them whole.
+    progress : bool, default False
+        Show a progress bar.
+    columns : mapping of str to str, optional
+        Your column names as ``{canonical name: your column}``, e.g. ``{"clinical_note": "text"}``
+        (:mod:`medeval_kit.columns`). The old keywords ``case=`` and ``note=`` still work for one release."""
+
+
+def _llm_docs(fn):
+    fn.__doc__ = fn.__doc__.replace("    {notes}", "    " + _NOTES_DOC).replace("    {llm}", "    " + _LLM_DOC)
+    return fn
+
+
+@shared_docs
+@_llm_docs
+@legacy_keywords(note="columns:clinical_note")
+@takes_columns("case", "clinical_note")
+def select_topics(notes: pd.DataFrame, *, model: str | None = None, client=None, cache_mode: str = "use",
                   checklist: pd.DataFrame | None = None, max_topics: int = 5, constrained: bool = True,
                   seed: int = 0, temperature: float = 0.0, max_note_chars: int | None = 800,
-                  case: str = "case", note: str = "clinical_note",
-                  progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Ask the LLM for at most ``max_topics`` checklist topics per note; return (topics, calls).
+                  progress: bool = False, columns: Columns = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Ask the LLM for at most ``max_topics`` checklist topics per note.
 
-    ``topics``: one row per returned topic (case, rank, raw, topic, topic_id, status): ``ok``,
-    ``off_list`` (not on the checklist: kept, counted, not used), ``duplicate``, ``over_limit``
-    (beyond ``max_topics``), or one ``failed`` row (topic NaN) for a note whose reply did not parse.
+    Parameters
+    ----------
+    {notes}
+    {model}
+        Default ``"local/smollm2-135m"``.
+    {client}
+    checklist : DataFrame, optional
+        The topic checklist; default :func:`load_topic_checklist`.
+    max_topics : int, default 5
+        The most topics per note.
+    {llm}
+
+    Returns
+    -------
+    tuple of (DataFrame, DataFrame)
+        ``(topics, calls)``. ``topics``: one row per returned topic (case, rank, raw, topic, topic_id,
+        status): ``ok``, ``off_list`` (not on the checklist: kept, counted, not used), ``duplicate``,
+        ``over_limit`` (beyond ``max_topics``), or one ``failed`` row (topic NaN) for a note whose
+        reply did not parse. ``calls``: one row per LLM call with its provenance.
     """
     from medeval_kit.prompts import load_prompt
+
+    model = model or DEFAULT_MODEL
+    case, note = "case", "clinical_note"
 
     cl = load_topic_checklist() if checklist is None else checklist
     nts = _notes(notes, case, note)
@@ -182,17 +335,41 @@ def select_topics(notes: pd.DataFrame, *, model: str = "local/smollm2-135m", cli
     return out, pd.DataFrame(calls)
 
 
-def write_test_points(topics: pd.DataFrame, notes: pd.DataFrame, *, model: str = "local/smollm2-135m", client=None,
+@shared_docs
+@_llm_docs
+@legacy_keywords(note="columns:clinical_note")
+@takes_columns("case", "clinical_note")
+def write_test_points(topics: pd.DataFrame, notes: pd.DataFrame, *, model: str | None = None, client=None,
                       cache_mode: str = "use", retriever=None, k_concepts: int = 8, constrained: bool = True,
                       seed: int = 0, temperature: float = 0.0, max_note_chars: int | None = 800,
-                      case: str = "case", note: str = "clinical_note",
-                      progress: bool = False) -> tuple[pd.DataFrame, pd.DataFrame]:
+                      progress: bool = False, columns: Columns = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Retrieve outline concepts for each (note, usable topic) and let the LLM write the test point.
 
-    Returns (test_points, calls): one row per usable topic (case, rank, topic, topic_id, concepts,
-    keypoint, parse_status); a reply that does not parse keeps its row with keypoint NaN.
+    Parameters
+    ----------
+    topics : DataFrame
+        The topics of :func:`select_topics` (rows with ``status == "ok"`` are used).
+    {notes}
+    {model}
+        Default ``"local/smollm2-135m"``.
+    {client}
+    retriever : Retriever, optional
+        Retrieves outline concepts; default :func:`build_outline_retriever`.
+    k_concepts : int, default 8
+        Concepts retrieved per (note, topic); 0 retrieves none.
+    {llm}
+
+    Returns
+    -------
+    tuple of (DataFrame, DataFrame)
+        ``(test_points, calls)``: one row per usable topic (case, rank, topic, topic_id, concepts,
+        keypoint, parse_status; a reply that does not parse keeps its row with keypoint NaN), and one
+        row per LLM call.
     """
     from medeval_kit.prompts import load_prompt
+
+    model = model or DEFAULT_MODEL
+    case, note = "case", "clinical_note"
 
     text = _notes(notes, case, note).set_index(case)[note]
     ok = topics[topics["status"] == "ok"].reset_index(drop=True)
@@ -222,8 +399,24 @@ def write_test_points(topics: pd.DataFrame, notes: pd.DataFrame, *, model: str =
 
 
 @dataclass(frozen=True)
-class StageZeroResult:
-    """Output of :func:`machine_triplets`: the topic rows, the test points, the triplets and the calls."""
+class StageZeroResult(Result):
+    """Output of :func:`machine_triplets`: the topic rows, the test points, the triplets and the calls.
+
+    Not a statistic: :meth:`to_frame` is one row of counts.
+
+    Attributes
+    ----------
+    topics : DataFrame
+        The topic rows of :func:`select_topics`.
+    test_points : DataFrame
+        The test points of :func:`write_test_points`.
+    triplets : DataFrame
+        The (note, topic, test point) triplets for :func:`~medeval_kit.generate.run_srefine`.
+    calls : DataFrame
+        One row per LLM call with its provenance.
+    params : dict
+        The settings of the run (model, max_topics, per_note, k_concepts, seed, retriever, constrained).
+    """
 
     topics: pd.DataFrame
     test_points: pd.DataFrame
@@ -232,7 +425,13 @@ class StageZeroResult:
     params: dict = field(default_factory=dict)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row of counts: notes, topics by status, test points written and failed, triplets."""
+        """One row of counts: notes, topics by status, test points written and failed, triplets.
+
+        Returns
+        -------
+        DataFrame
+            One row of counts and the run's model, retriever and ``k_concepts``.
+        """
         t, k = self.topics, self.test_points
         st = t["status"].value_counts()
         return pd.DataFrame([{
@@ -262,20 +461,44 @@ class StageZeroResult:
                 f"retriever {r.retriever} over the USMLE outline (ColBERT stand-in)")
 
 
-def machine_triplets(notes: pd.DataFrame, *, model: str = "local/smollm2-135m", client=None, cache_mode: str = "use",
+@shared_docs
+@_llm_docs
+@legacy_keywords(note="columns:clinical_note")
+@takes_columns("case", "clinical_note")
+def machine_triplets(notes: pd.DataFrame, *, model: str | None = None, client=None, cache_mode: str = "use",
                      max_topics: int = 5, per_note: int | None = None, k_concepts: int = 8, retriever=None,
                      constrained: bool = True, seed: int = 0, temperature: float = 0.0,
-                     max_note_chars: int | None = 800, case: str = "case", note: str = "clinical_note",
-                     progress: bool = False) -> StageZeroResult:
+                     max_note_chars: int | None = 800, progress: bool = False,
+                     columns: Columns = None) -> StageZeroResult:
     """Stage 0 end to end: topics, then test points; return the machine (note, topic, test point) triplets.
 
-    ``per_note`` keeps the first ``per_note`` usable topics of each note (in the model's order) for
-    the triplets; every topic still gets a test point (for :func:`topic_overlap`). Triplet ids are
-    ``<case>-m<rank>``; ``source`` is ``"machine"``.
+    Parameters
+    ----------
+    {notes}
+    {model}
+        Default ``"local/smollm2-135m"``.
+    {client}
+    max_topics : int, default 5
+        The most topics per note (:func:`select_topics`).
+    per_note : int, optional
+        Keep the first ``per_note`` usable topics of each note (in the model's order) for the
+        triplets; every topic still gets a test point (for :func:`topic_overlap`).
+    k_concepts : int, default 8
+        Outline concepts retrieved per (note, topic).
+    retriever : Retriever, optional
+        Default :func:`build_outline_retriever`.
+    {llm}
+
+    Returns
+    -------
+    StageZeroResult
+        The topics, test points, triplets (ids ``<case>-m<rank>``, ``source="machine"``) and calls.
     """
+    model = model or DEFAULT_MODEL
+    case, note = "case", "clinical_note"
     client = resolve_client(model, client, cache_mode)
     kw = dict(model=model, client=client, constrained=constrained, seed=seed, temperature=temperature,
-              max_note_chars=max_note_chars, case=case, note=note, progress=progress)
+              max_note_chars=max_note_chars, progress=progress)
     topics, c1 = select_topics(notes, max_topics=max_topics, **kw)
     retriever = build_outline_retriever() if retriever is None else retriever
     tps, c2 = write_test_points(topics, notes, retriever=retriever, k_concepts=k_concepts, **kw)
@@ -294,16 +517,38 @@ def machine_triplets(notes: pd.DataFrame, *, model: str = "local/smollm2-135m", 
 
 # =========================================================================== human vs machine
 def human_topics(root=None) -> pd.DataFrame:
-    """The bundled expert triplets of all 46 notes (both files): case, clinical_note, topic, keypoint."""
+    """The bundled expert triplets of all 46 notes (both files).
+
+    Parameters
+    ----------
+    root : str or Path, optional
+        The folder of the files (:func:`~medeval_kit.datasets.load_srefine_inputs`).
+
+    Returns
+    -------
+    DataFrame
+        ``case, clinical_note, topic, keypoint``.
+    """
     from medeval_kit.datasets.medqg import load_srefine_inputs
 
     return load_srefine_inputs("both", root=root)[["case", "clinical_note", "topic", "keypoint"]]
 
 
 def bundled_machine_topics(human: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The paper's own machine topics and test points (GPT-4, ``gpt4_usmle_q_mach_kp.csv``) of the
-    notes that also have expert triplets, keyed by the expert table's ``case``: case, topic, keypoint."""
-    from medeval_kit.datasets import data_dir
+    """The paper's own machine topics and test points (GPT-4, ``gpt4_usmle_q_mach_kp.csv``).
+
+    Parameters
+    ----------
+    human : DataFrame, optional
+        The expert triplets (``case``, ``clinical_note``); default :func:`human_topics`.
+
+    Returns
+    -------
+    DataFrame
+        ``case, topic, keypoint`` for the notes that also have expert triplets, keyed by the expert
+        table's ``case``.
+    """
+    from medeval_kit.paths import data_dir
 
     human = human_topics() if human is None else human
     p = data_dir() / "medqg" / "inputs" / "gpt4_usmle_q_mach_kp.csv"
@@ -314,12 +559,12 @@ def bundled_machine_topics(human: pd.DataFrame | None = None) -> pd.DataFrame:
     return m.loc[m["case"].notna(), ["case", "topic", "keypoint"]].reset_index(drop=True)
 
 
-def _kp_match(m: str, hs: Sequence[str], level: str) -> bool:
-    if level == "exact":
+def _kp_match(m: str, hs: Sequence[str], how: str) -> bool:
+    if how == "exact":
         return m in hs
-    nm = normalise_text(m)
-    hn = [normalise_text(h) for h in hs]
-    if level == "normalised":
+    nm = normalize_text(m)
+    hn = [normalize_text(h) for h in hs]
+    if how == "normalized":
         return nm in hn
     return any(nm and h and (nm in h or h in nm) for h in hn)  # "contains": one phrase inside the other
 
@@ -335,7 +580,9 @@ def _ratio_ci(num: np.ndarray, den: np.ndarray, n_boot: int, seed: int) -> tuple
     return est, percentile_interval(reps[np.isfinite(reps)])
 
 
-def topic_overlap(machine: pd.DataFrame, human: pd.DataFrame, *, label: str = "machine",
+@shared_docs
+@legacy_keywords(label="source")
+def topic_overlap(machine: pd.DataFrame, human: pd.DataFrame, *, source: str = "machine",
                   checklist: pd.DataFrame | None = None, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
     """How machine topics and test points overlap with the human ones of the same notes (result rows).
 
@@ -343,10 +590,36 @@ def topic_overlap(machine: pd.DataFrame, human: pd.DataFrame, *, label: str = "m
     machine rows with a missing topic or keypoint count as failures, ``n_failed``). Per note, topics
     are compared as sets: ``precision`` = share of machine topics that the experts also chose,
     ``recall`` = share of expert topics that the machine also chose; ``exact`` compares the raw
-    strings, ``normalised`` the checklist entry after :func:`match_topic`. Test points: share of
-    machine test points equal to an expert test point of the same note (``exact``, ``normalised``),
+    strings, ``normalized`` the checklist entry after :func:`match_topic`. Test points: share of
+    machine test points equal to an expert test point of the same note (``exact``, ``normalized``),
     or one phrase containing the other (``contains``, lenient). Only notes present in both count;
     CIs resample notes (pairs within a note are not independent).
+
+    Parameters
+    ----------
+    machine : DataFrame
+        ``case, topic, keypoint`` of the machine (e.g. :meth:`StageZeroResult.for_overlap`).
+    human : DataFrame
+        ``case, topic, keypoint`` of the experts (:func:`human_topics`).
+    source : str, default "machine"
+        The value of the ``source`` column, naming the machine (``label=`` before; deprecated).
+    checklist : DataFrame, optional
+        The topic checklist; default :func:`load_topic_checklist`.
+    n_boot : int, default 2000
+        Cluster-bootstrap resamples (notes) for the CIs.
+    {seed}
+
+    Returns
+    -------
+    DataFrame
+        One row per (``source``, ``measure``, ``match``, ``n_notes``): measures ``topic_precision``,
+        ``topic_recall`` (match ``exact``/``normalized``) and ``test_point_match``
+        (``exact``/``normalized``/``contains``), with the contract columns.
+
+    Raises
+    ------
+    GenerationError
+        The two tables share no case.
     """
     cl = load_topic_checklist() if checklist is None else checklist
     cases = sorted(set(machine["case"].dropna()) & set(human["case"].dropna()))
@@ -358,8 +631,8 @@ def topic_overlap(machine: pd.DataFrame, human: pd.DataFrame, *, label: str = "m
     h = human[human["case"].isin(cases)]
     canon = (lambda s: match_topic(s, cl))
     rows = []
-    for level in ("exact", "normalised"):
-        key = (lambda s: " ".join(str(s).split())) if level == "exact" else canon
+    for how in ("exact", "normalized"):
+        key = (lambda s: " ".join(str(s).split())) if how == "exact" else canon
         num_p, den_p, num_r, den_r = [], [], [], []
         for c in cases:
             ms = {key(t) for t in m.loc[m["case"] == c, "topic"]} - {None}
@@ -371,19 +644,19 @@ def topic_overlap(machine: pd.DataFrame, human: pd.DataFrame, *, label: str = "m
         for measure, num, den in (("topic_precision", num_p, den_p), ("topic_recall", num_r, den_r)):
             est, ci = _ratio_ci(np.array(num, float), np.array(den, float), n_boot, seed)
             rows.append(result_row(est, ci, "cluster percentile bootstrap (notes)", n_items=int(sum(den)),
-                                   n_failed=n_failed_topics, source=label, measure=measure, match=level,
+                                   n_failed=n_failed_topics, source=source, measure=measure, match=how,
                                    n_notes=len(cases)))
     mk_all = m_all
     mk = mk_all.dropna(subset=["keypoint"])
-    for level in ("exact", "normalised", "contains"):
+    for how in ("exact", "normalized", "contains"):
         num, den = [], []
         for c in cases:
             hs = [str(x) for x in h.loc[h["case"] == c, "keypoint"].dropna()]
             ks = [str(x) for x in mk.loc[mk["case"] == c, "keypoint"]]
-            num.append(sum(_kp_match(k, hs, level) for k in ks))
+            num.append(sum(_kp_match(k, hs, how) for k in ks))
             den.append(len(ks))
         est, ci = _ratio_ci(np.array(num, float), np.array(den, float), n_boot, seed)
         rows.append(result_row(est, ci, "cluster percentile bootstrap (notes)", n_items=int(sum(den)),
-                               n_failed=len(mk_all) - len(mk), source=label, measure="test_point_match",
-                               match=level, n_notes=len(cases)))
+                               n_failed=len(mk_all) - len(mk), source=source, measure="test_point_match",
+                               match=how, n_notes=len(cases)))
     return result_frame(rows, keys=["source", "measure", "match", "n_notes"])

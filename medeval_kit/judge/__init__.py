@@ -27,7 +27,7 @@ from .aspect_search import (
                             search_optimism,
                             selection_table,
 )
-from .aspects import AspectSelection, aspect_differences, select_aspects, select_aspects_all
+from .aspects import AspectSelection, AspectSelections, aspect_differences, select_aspects, select_aspects_all
 from .engine import JUDGMENT_COLUMNS, JudgeError, shuffle_seed
 from .items import item_columns, protocol_options, read_items
 from .protocols.multi_answer import judge_multi_answer
@@ -88,6 +88,7 @@ __all__ = [
     "selection_table",
     "feasible_max_k",
     "AspectSelection",
+    "AspectSelections",
     "order_effects",
     "human_agreement",
     "verdict_counts",

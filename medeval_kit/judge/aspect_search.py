@@ -13,19 +13,22 @@ differences :func:`~medeval_kit.judge.aspects.select_aspects` takes.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, apply_columns, takes_columns
 from medeval_kit.datasets._io import read_table
 from medeval_kit.datasets.synthetic import synthetic_aspect_scores
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError, SchemaError
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import mean_interval
 
-from .aspects import _LAB, MAX_SUBSETS, OBJECTIVES, _evaluate, count_subsets, select_aspects_all
+from .aspects import _LAB, MAX_SUBSETS, OBJECTIVES, _evaluate, _selections_of, count_subsets, select_aspects_all
 
 __all__ = ["score_differences", "read_aspect_scores", "human_preferences", "round_differences",
            "search_optimism", "optimism_summary", "selection_table", "feasible_max_k", "SCENARIOS"]
@@ -42,22 +45,61 @@ def _need(df: pd.DataFrame, cols: Sequence[str], what: str, source: str = "") ->
                           f"{what} needs columns {list(cols)}; missing {missing}; has {list(df.columns)[:12]}")
 
 
-def score_differences(
-    scores: pd.DataFrame,
-    a: str = "A",
-    b: str = "B",
-    *,
-    item: str = "item",
-    system: str = "system",
-    aspect: str = "aspect",
-    score: str = "score",
-    aggregate: str = "mean",
-) -> pd.DataFrame:
-    """Per-item, per-aspect ``score(a) - score(b)`` from a long table of two systems' rubric scores.
+_SCORE_ROLES = ("item", "system", "aspect", "score")
 
-    Returns a wide frame (index: items, columns: aspects in order of first appearance), NaN where
-    either side is unscored; repeated scores are averaged (``aggregate``).
+
+def _old_columns(old: Mapping[str, str], roles: Sequence[str], what: str,
+                 aliases: Mapping[str, str] | None = None) -> dict:
+    """The deprecated per-column keywords of a reader as a ``columns`` mapping (warns; unknown keywords raise)."""
+    old = {(aliases or {}).get(k, k): v for k, v in old.items()}
+    unknown = sorted(set(old) - set(roles))
+    if unknown:
+        raise TypeError(f"{what}() got unexpected keyword argument(s) {unknown}")
+    renamed = {k: v for k, v in old.items() if v != k}
+    if renamed:
+        warnings.warn(f"{what}({', '.join(f'{k}={v!r}' for k, v in renamed.items())}) is deprecated; "
+                      f"pass columns={renamed!r}", DeprecationWarning, stacklevel=3)
+    return renamed
+
+
+@shared_docs
+@takes_columns(*_SCORE_ROLES)
+def score_differences(scores: pd.DataFrame, a: str = "A", b: str = "B", *, aggregate: str = "mean",
+                      columns: Columns = None) -> pd.DataFrame:
+    """Return per item and aspect ``score(a) - score(b)`` from a long table of two systems' rubric scores.
+
+    Parameters
+    ----------
+    scores : DataFrame
+        One row per score: ``item``, ``system``, ``aspect``, ``score``.
+    a, b : str
+        The two systems compared (values of ``system``).
+    aggregate : str
+        How repeated scores of one item, aspect and system are combined (a pandas aggregation).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Items x aspects (index ``item``, columns in order of first appearance); NaN where either side is
+        unscored.
+
+    Raises
+    ------
+    ParameterError
+        ``a`` or ``b`` has no scores.
+    SchemaError
+        A needed column is missing.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> long = pd.DataFrame({"item": ["q1"] * 4, "system": ["A", "B", "A", "B"],
+    ...                      "aspect": ["clear", "clear", "correct", "correct"], "score": [4, 2, 3, 3]})
+    >>> score_differences(long).loc["q1"].tolist()
+    [2.0, 0.0]
     """
+    item, system, aspect, score = _SCORE_ROLES
     _need(scores, [item, system, aspect, score], "aspect scores")
     d = scores[[item, system, aspect, score]].copy()
     d[system] = d[system].astype(str)
@@ -78,10 +120,32 @@ def score_differences(
     return diff.astype(float)
 
 
-def read_aspect_scores(path: str | Path, *, item: str = "item", system: str = "system", aspect: str = "aspect",
-                       score: str = "score") -> pd.DataFrame:
-    """Read a long rubric-score file (CSV, JSONL, Parquet ...) and check its columns; rows as read."""
-    df = read_table(path)
+@shared_docs
+def read_aspect_scores(path: str | Path, *, columns: Columns = None, **old_columns: str) -> pd.DataFrame:
+    """Read a long rubric-score file (CSV, JSONL, Parquet ...) and check its columns; rows as read.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file: one row per score with ``item``, ``system``, ``aspect``, ``score``.
+    {columns}
+    **old_columns : str
+        Deprecated per-column keywords (``item=``, ``system=``, ``aspect=``, ``score=``), kept for one
+        release with a ``DeprecationWarning``; pass ``columns`` instead.
+
+    Returns
+    -------
+    DataFrame
+        The file's rows, the score columns under their canonical names.
+
+    Raises
+    ------
+    SchemaError
+        A column is missing or a score is not a number (names the file and rows).
+    """
+    mapping = {**_old_columns(old_columns, _SCORE_ROLES, "read_aspect_scores"), **dict(columns or {})}
+    df = apply_columns(read_table(path), mapping, _SCORE_ROLES, where=str(path))
+    item, system, aspect, score = _SCORE_ROLES
     _need(df, [item, system, aspect, score], "aspect scores", str(path))
     bad = pd.to_numeric(df[score], errors="coerce").isna() & df[score].notna()
     if bad.any():
@@ -90,15 +154,9 @@ def read_aspect_scores(path: str | Path, *, item: str = "item", system: str = "s
     return df
 
 
-def human_preferences(prefs: pd.DataFrame | str | Path, *, item: str = "item", label: str = "preference") -> pd.Series:
-    """Human preference per item (``A``, ``B`` or ``tie``; case and spaces ignored) as a Series by item.
-
-    ``prefs``: a DataFrame or a file path. Empty labels stay NaN (those items are dropped and
-    counted by the search); any other label raises SchemaError naming the rows.
-    """
-    source = ""
-    if not isinstance(prefs, pd.DataFrame):
-        source, prefs = str(prefs), read_table(prefs, text=True)
+@takes_columns("item", "preference")
+def _preferences(prefs: pd.DataFrame, source: str, *, columns: Columns = None) -> pd.Series:
+    item, label = "item", "preference"
     _need(prefs, [item, label], "preferences", source)
     raw = prefs[label]
     norm = raw.astype(str).str.strip().str.lower().map({"a": "A", "b": "B", "tie": "tie"})
@@ -113,26 +171,78 @@ def human_preferences(prefs: pd.DataFrame | str | Path, *, item: str = "item", l
     return out
 
 
-def round_differences(
-    rounds_df: pd.DataFrame,
-    *,
-    a_round: int | str = 1,
-    b_round: int | str = "best",
-    item: str = "item",
-    round: str = "round",  # noqa: A002
-    component: str = "component",
-    aspect: str = "aspect",
-    score: str = "score",
-    best: str = "best",
-    total: str = "total",
-) -> pd.DataFrame:
-    """Per-item aspect differences ``score(round a) - score(round b)`` from a refinement-rounds table.
+@shared_docs
+def human_preferences(prefs: pd.DataFrame | str | Path, *, columns: Columns = None, **old_columns: str) -> pd.Series:
+    """Return the human preference per item (``A``, ``B`` or ``tie``; case and spaces ignored) as a Series by item.
+
+    Empty labels stay NaN (those items are dropped and counted by the search); any other label raises
+    SchemaError naming the rows.
+
+    Parameters
+    ----------
+    prefs : DataFrame or str or Path
+        A table or a file with ``item`` and ``preference``.
+    {columns}
+    **old_columns : str
+        Deprecated per-column keywords kept for one release with a ``DeprecationWarning``: ``item=``,
+        ``label=`` (the preference column; now ``columns={"preference": ...}``).
+
+    Returns
+    -------
+    Series
+        ``preference`` by item.
+
+    Raises
+    ------
+    SchemaError
+        A column is missing, a label is not A/B/tie, or an item appears twice.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> human_preferences(pd.DataFrame({"case": ["q1", "q2"], "winner": ["a", " TIE"]}),
+    ...                   columns={"item": "case", "preference": "winner"}).tolist()
+    ['A', 'tie']
+    """
+    mapping = {**_old_columns(old_columns, ("item", "preference"), "human_preferences", {"label": "preference"}),
+               **dict(columns or {})}
+    source = ""
+    if not isinstance(prefs, pd.DataFrame):
+        source, prefs = str(prefs), read_table(prefs, text=True)
+    return _preferences(prefs, source, columns=mapping)
+
+
+@shared_docs
+@takes_columns("item", "round", "component", "aspect", "score", "best")
+def round_differences(rounds_df: pd.DataFrame, *, a_round: int | str = 1, b_round: int | str = "best",
+                      total: str = "total", columns: Columns = None) -> pd.DataFrame:
+    """Return per-item aspect differences ``score(round a) - score(round b)`` from a refinement-rounds table.
 
     A round is a number or ``"best"`` (the round flagged in ``best``; else the highest mean aspect
-    score, earliest on ties). Rows whose aspect is ``total`` (component scores) are excluded;
-    aspects are named ``component:aspect``. Returns items x aspects (NaN where unscored); an item
-    whose best round is round 1 has all differences 0.
+    score, earliest on ties). Aspects are named ``component:aspect``; an item whose best round is
+    round 1 has all differences 0.
+
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        A ``rounds`` table: ``item``, ``round``, ``aspect``, ``score``; optional ``component`` and ``best``.
+    a_round, b_round : int or "best"
+        The two rounds compared.
+    total : str
+        The ``aspect`` value of component totals, which are excluded.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Items x aspects (NaN where unscored).
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing.
     """
+    item, round, component, aspect, score, best = "item", "round", "component", "aspect", "score", "best"  # noqa: A001
     _need(rounds_df, [item, round, aspect, score], "rounds")
     d = rounds_df[rounds_df[aspect].astype(str) != total].copy()
     d["_aspect"] = (d[component].astype(str) + ":" + d[aspect].astype(str)) if component in d else d[aspect].astype(str)
@@ -161,7 +271,27 @@ def round_differences(
 
 
 def feasible_max_k(n_aspects: int, max_k: int, max_subsets: int = MAX_SUBSETS) -> int:
-    """The largest subset size <= ``max_k`` (and <= ``n_aspects``) whose exhaustive search stays within ``max_subsets``."""
+    """Return the largest subset size <= ``max_k`` (and <= ``n_aspects``) whose exhaustive search stays within ``max_subsets``.
+
+    Parameters
+    ----------
+    n_aspects : int
+        Aspects searched over.
+    max_k : int
+        The largest subset size wanted.
+    max_subsets : int
+        The cap on subsets an exhaustive search may try.
+
+    Returns
+    -------
+    int
+        The feasible size (at least 1).
+
+    Examples
+    --------
+    >>> feasible_max_k(30, 11), feasible_max_k(30, 11, max_subsets=10_000)
+    (11, 3)
+    """
     k = max(1, min(max_k, n_aspects))
     while k > 1 and count_subsets(n_aspects, k) > max_subsets:
         k -= 1
@@ -208,6 +338,43 @@ def search_optimism(
     new items from the same population: its real performance) and ``planted_new_items`` (the
     planted aspects' judge on them; NaN in the null). Extra columns: ``k`` and ``selected`` (the
     chosen subset), ``n_planted_selected``.
+
+    Parameters
+    ----------
+    scenarios : mapping, optional
+        Scenario name -> arguments of :func:`~medeval_kit.datasets.synthetic.synthetic_aspect_scores`.
+    replicates : int
+        Draws per scenario.
+    n_items : int
+        Items per draw.
+    n_aspects : int
+        Aspects per draw.
+    max_k : int
+        The largest subset size searched.
+    k_folds : int
+        Cross-validation folds.
+    method : {"greedy", "forward", "exhaustive"}
+        The search.
+    objectives : sequence of str
+        ``kappa`` and/or ``agreement``.
+    n_new : int
+        New items the chosen subset is scored on.
+    seed : int
+        Random seed (replicate r uses ``seed + r``).
+    engine : {"auto", "numba", "numpy"}
+        Where the exhaustive search runs.
+    **generator
+        More arguments of :func:`~medeval_kit.datasets.synthetic.synthetic_aspect_scores` for every scenario.
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``scenario, replicate, seed, objective, search_method, quantity``.
+
+    Raises
+    ------
+    ParameterError
+        ``replicates`` < 1, or an invalid search option.
     """
     scenarios = dict(SCENARIOS if scenarios is None else scenarios)
     if replicates < 1:
@@ -227,7 +394,7 @@ def search_optimism(
             new_diffs = score_differences(new_scores).reindex(columns=diffs.columns)
             new_human = new_prefs.set_index("item")["preference"]
             planted = _planted_mask(scores, list(diffs.columns))
-            for objective, sel in sels.items():
+            for objective, sel in _selections_of(sels).items():
                 chosen = np.isin(np.asarray(diffs.columns), sel.selected)
                 keys = {"scenario": name, "replicate": r, "seed": s, "objective": objective,
                         "search_method": method}
@@ -247,9 +414,22 @@ def search_optimism(
     return result_frame(rows, keys=["scenario", "replicate", "seed", "objective", "search_method", "quantity"])
 
 
+@shared_docs
 def optimism_summary(table: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
-    """Mean over replicates of each scenario x objective x quantity of :func:`search_optimism`,
-    with a t interval over replicates; ``n_items`` is the number of replicates."""
+    """Return the mean over replicates of each scenario x objective x quantity of :func:`search_optimism`.
+
+    Parameters
+    ----------
+    table : DataFrame
+        The result of :func:`search_optimism`.
+    {confidence}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``scenario, objective, search_method, quantity`` with a t interval over
+        replicates (``n_items`` the replicates); extra ``mean_items``.
+    """
     rows = []
     keys = [c for c in ("scenario", "objective", "search_method", "quantity") if c in table.columns]
     for key, g in table.groupby(keys, sort=False):
@@ -264,10 +444,22 @@ def optimism_summary(table: pd.DataFrame, *, confidence: float = 0.95) -> pd.Dat
     return result_frame(rows, keys=keys)
 
 
-def selection_table(selections: Mapping[str, object], **keys) -> pd.DataFrame:
-    """The result rows of several :class:`~medeval_kit.judge.aspects.AspectSelection` (one per
-    objective), with ``keys`` as leading columns."""
-    frames = [s.to_frame() for s in selections.values()]
+def selection_table(selections, **keys) -> pd.DataFrame:
+    """Return the result rows of several aspect selections (one per objective), with ``keys`` as leading columns.
+
+    Parameters
+    ----------
+    selections : AspectSelections or mapping of str to AspectSelection
+        The result of :func:`~medeval_kit.judge.select_aspects_all` (or ``{objective: selection}``).
+    **keys
+        Constant columns put first (e.g. ``data="mine"``).
+
+    Returns
+    -------
+    DataFrame
+        The selections' contract rows (:meth:`AspectSelection.to_frame`) with ``keys`` first.
+    """
+    frames = [s.to_frame() for s in _selections_of(selections).values()]
     out = pd.concat(frames, ignore_index=True)
     for i, (k, v) in enumerate(keys.items()):
         out.insert(i, k, v)

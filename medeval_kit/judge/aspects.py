@@ -13,20 +13,23 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError, SchemaError
-from medeval_kit.results import result_frame, result_row
+from medeval_kit.results import Result, result_frame, result_row
 
 from .engine import JudgeError
 from .registry import check_protocol
 
 __all__ = ["aspect_differences", "select_aspects", "select_aspects_all", "AspectSelection", "SEARCHES",
-           "OBJECTIVES", "ENGINES", "TIE_TOLERANCE", "count_subsets"]
+           "OBJECTIVES", "ENGINES", "TIE_TOLERANCE", "count_subsets", "selection_paths", "warm_up"]
 
 _LAB = {"A": 1, "B": -1, "tie": 0}  # preference codes: the sign of the summed difference A - B
 _CODES = (-1, 0, 1)
@@ -43,23 +46,38 @@ def count_subsets(p: int, max_k: int) -> int:
     return sum(math.comb(p, k) for k in range(1, min(max_k, p) + 1))
 
 
-def aspect_differences(
-    judgments: pd.DataFrame,
-    a: str,
-    b: str,
-    *,
-    item: str = "question_item",
-    target: str = "target",
-    aspect: str = "criterion",
-    score: str = "score",
-    aggregate: str = "mean",
-) -> pd.DataFrame:
-    """Per-item, per-aspect score difference ``score(a) - score(b)`` from rubric judgments.
+@shared_docs
+@takes_columns("question_item", "target", "criterion", "score", "protocol")
+def aspect_differences(judgments: pd.DataFrame, a: str, b: str, *, aggregate: str = "mean",
+                       columns: Columns = None) -> pd.DataFrame:
+    """Return the per-item, per-aspect score difference ``score(a) - score(b)`` from rubric judgments.
 
-    Returns a wide frame (index: items, columns: aspects in rubric order of first appearance); NaN
-    where either side is unscored. Repeats are averaged (``aggregate``). Positive means ``a`` rated
-    higher. Feed it to :func:`select_aspects`.
+    Positive means ``a`` rated higher. Feed it to :func:`select_aspects`.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        Rubric ``judgments`` with ``question_item`` (the question), ``target`` (the system judged),
+        ``criterion`` (the aspect) and ``score``.
+    a, b : str
+        The two targets compared.
+    aggregate : str
+        How repeats are combined (a pandas aggregation).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Items x aspects (aspects in rubric order of first appearance); NaN where either side is unscored.
+
+    Raises
+    ------
+    JudgeError
+        Neither target has rubric judgments.
+    SchemaError
+        The judgments are not rubric judgments.
     """
+    item, target, aspect, score = "question_item", "target", "criterion", "score"
     check_protocol(judgments, "rubric")
     d = judgments[judgments[target].isin([a, b])]
     if d.empty:
@@ -117,8 +135,42 @@ def _evaluate(D: np.ndarray, M: np.ndarray, S: np.ndarray, human: np.ndarray):
 
 
 @dataclass(frozen=True)
-class AspectSelection:
-    """Result of :func:`select_aspects`: the chosen aspects and honest (cross-validated) numbers."""
+class AspectSelection(Result):
+    """Result of :func:`select_aspects`: the chosen aspects and honest (cross-validated) numbers.
+
+    Attributes
+    ----------
+    method : str
+        The search: ``greedy``, ``forward`` or ``exhaustive``.
+    objective : str
+        ``kappa`` (Cohen, 3 classes) or ``agreement``.
+    selected : tuple of str
+        The chosen aspects.
+    in_sample : float
+        The objective of the chosen subset on the items it was chosen on.
+    in_sample_agreement : float
+        Its percent agreement on those items.
+    all_aspects : float
+        The objective of all aspects together (no selection).
+    cv_estimate : float
+        The K-fold cross-validated objective (held-out predictions pooled).
+    cv_mean_fold : float
+        The mean over folds of the held-out objective.
+    n_items : int
+        Items with a human label.
+    n_missing : int
+        Items dropped for a missing label.
+    k_folds : int
+        Cross-validation folds.
+    path : DataFrame
+        The best subset of each size (``k, added, kappa, agreement, n_items, aspects``).
+    folds : DataFrame
+        Per fold: the subset chosen on the training folds and its held-out value.
+    note : str
+        Anything a reader must know.
+    engine : str
+        Where the search ran (``numba`` or ``numpy``).
+    """
 
     method: str
     objective: str
@@ -138,11 +190,17 @@ class AspectSelection:
 
     @property
     def optimism(self) -> float:
-        """In-sample minus cross-validated objective: how much the search flatters itself."""
+        """float: In-sample minus cross-validated objective, how much the search flatters itself."""
         return self.in_sample - self.cv_estimate
 
     def to_frame(self) -> pd.DataFrame:
-        """One result row per quantity (all aspects, in-sample, cross-validated, mean fold, optimism)."""
+        """Return one result row per quantity (all aspects, in-sample, cross-validated, mean fold, optimism).
+
+        Returns
+        -------
+        DataFrame
+            Contract rows keyed ``search_method, objective, quantity``; extras ``k``, ``selected``.
+        """
         rows = [
             ("all_aspects", self.all_aspects, "all aspects, no selection, full data"),
             ("in_sample", self.in_sample, f"best subset found and scored on the same {self.n_items} items"),
@@ -157,7 +215,13 @@ class AspectSelection:
                              for q, v, d in rows], keys=["search_method", "objective", "quantity"])
 
     def summary(self) -> str:
-        """One line: the aspects chosen, in-sample vs cross-validated objective, and n."""
+        """Return one line: the aspects chosen, in-sample vs cross-validated objective, and n.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         f = (lambda v: "NaN" if v is None or not np.isfinite(v) else f"{v:.3f}")
         return (f"{self.method} aspect selection ({self.objective}): {len(self.selected)} aspects "
                 f"[{', '.join(self.selected)}]; in-sample {f(self.in_sample)} vs {self.k_folds}-fold CV "
@@ -447,6 +511,46 @@ def select_aspects(
     Cross-validation: the whole search is re-run on K-1 folds and the chosen subset scored on the
     held-out fold; held-out predictions are pooled into ``cv_estimate``. The gap to ``in_sample``
     is the optimism of reporting the searched number on the same items.
+
+    Parameters
+    ----------
+    diffs : DataFrame
+        Items x aspects, ``score(A) - score(B)``.
+    human : Series or mapping
+        The preferred side per item: ``"A"``, ``"B"`` or ``"tie"``.
+    method : {"greedy", "forward", "exhaustive"}
+        The search.
+    objective : {"kappa", "agreement"}
+        What the search maximises.
+    max_k : int, optional
+        The largest subset size; default all aspects.
+    k_folds : int
+        Cross-validation folds (at most the items).
+    seed : int
+        Random seed of the fold assignment.
+    max_subsets : int
+        Refuse an exhaustive search over more subsets than this.
+    engine : {"auto", "numba", "numpy"}
+        Where the exhaustive search runs.
+
+    Returns
+    -------
+    AspectSelection
+        The chosen aspects, the in-sample and cross-validated values, the path and the folds.
+
+    Raises
+    ------
+    ParameterError
+        An unknown method or objective, or a search too large for ``max_subsets``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> diffs = pd.DataFrame({"a": [1, -1, 1, -1, 0, 1], "b": [0, 1, -1, 0, 1, 0]},
+    ...                      index=[f"q{i}" for i in range(6)], dtype=float)
+    >>> human = pd.Series(["A", "B", "A", "B", "tie", "A"], index=diffs.index)
+    >>> select_aspects(diffs, human, k_folds=2).selected
+    ('a',)
     """
     return _selections(diffs, human, method=method, objectives=(objective,), max_k=max_k, k_folds=k_folds,
                        seed=seed, max_subsets=max_subsets, engine=engine)[objective]
@@ -463,11 +567,138 @@ def select_aspects_all(
     seed: int = 0,
     max_subsets: int = MAX_SUBSETS,
     engine: str = "auto",
-) -> dict[str, AspectSelection]:
-    """:func:`select_aspects` for several objectives at once; returns {objective: AspectSelection}.
+) -> AspectSelections:
+    """Run :func:`select_aspects` for several objectives at once.
 
     The compiled exhaustive search scores both objectives, on all items and on every training fold,
     in one enumeration, so this costs about one search instead of 2 x (1 + K).
+
+    Parameters
+    ----------
+    diffs : DataFrame
+        Items x aspects, ``score(A) - score(B)``.
+    human : Series or mapping
+        The preferred side per item: ``"A"``, ``"B"`` or ``"tie"``.
+    method : {"greedy", "forward", "exhaustive"}
+        The search.
+    objectives : tuple of str
+        ``kappa`` and/or ``agreement``.
+    max_k : int, optional
+        The largest subset size; default all aspects.
+    k_folds : int
+        Cross-validation folds.
+    seed : int
+        Random seed of the fold assignment.
+    max_subsets : int
+        Refuse an exhaustive search over more subsets than this.
+    engine : {"auto", "numba", "numpy"}
+        Where the exhaustive search runs.
+
+    Returns
+    -------
+    AspectSelections
+        One :class:`AspectSelection` per objective (``.by_objective``); ``to_frame()`` stacks their rows.
+        Indexing it by objective (the old dict result) works for one release, with a ``DeprecationWarning``.
+
+    Raises
+    ------
+    ParameterError
+        An unknown method or objective, or a search too large for ``max_subsets``.
     """
-    return _selections(diffs, human, method=method, objectives=tuple(objectives), max_k=max_k, k_folds=k_folds,
-                       seed=seed, max_subsets=max_subsets, engine=engine)
+    return AspectSelections(_selections(diffs, human, method=method, objectives=tuple(objectives), max_k=max_k,
+                                        k_folds=k_folds, seed=seed, max_subsets=max_subsets, engine=engine))
+
+
+def selection_paths(selections) -> pd.DataFrame:
+    """The best subset of each size for every objective, as one table: each selection's ``path`` with an
+    ``objective`` column (``selections``: :func:`select_aspects_all`'s result, or a dict objective -> selection)."""
+    by_objective = getattr(selections, "by_objective", selections)
+    return pd.concat([s.path.assign(objective=o) for o, s in by_objective.items()], ignore_index=True)
+
+
+def warm_up() -> float:
+    """Compile the exhaustive search now (or load it from numba's on-disk cache); return the seconds it took.
+
+    Otherwise the first compiled search of a process pays this inside its own call.
+    """
+    from . import _kernels
+
+    return _kernels.warm_up()
+
+
+@dataclass(frozen=True)
+class AspectSelections(Result):
+    """The result of :func:`select_aspects_all`: one :class:`AspectSelection` per objective.
+
+    Attributes
+    ----------
+    by_objective : dict of str to AspectSelection
+        ``{objective: selection}``, in the order the objectives were asked for.
+    """
+
+    by_objective: dict = field(default_factory=dict)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return every selection's result rows, one block per objective.
+
+        Returns
+        -------
+        DataFrame
+            Contract rows keyed ``search_method, objective, quantity`` (:meth:`AspectSelection.to_frame`).
+        """
+        return pd.concat([s.to_frame() for s in self.by_objective.values()], ignore_index=True)
+
+    def summary(self) -> str:
+        """Return one line per objective (:meth:`AspectSelection.summary`).
+
+        Returns
+        -------
+        str
+            The lines, joined.
+        """
+        return "\n".join(s.summary() for s in self.by_objective.values())
+
+    def paths(self) -> pd.DataFrame:
+        """Return the best subset of each size for every objective (each selection's ``path``).
+
+        Returns
+        -------
+        DataFrame
+            The paths with an ``objective`` column.
+        """
+        return pd.concat([s.path.assign(objective=o) for o, s in self.by_objective.items()], ignore_index=True)
+
+    def _old(self, what: str) -> dict:
+        warnings.warn(f"select_aspects_all() returns an AspectSelections result; {what} on it is deprecated: use "
+                      ".by_objective (a dict), .to_frame() or .paths()", DeprecationWarning, stacklevel=3)
+        return self.by_objective
+
+    def __getitem__(self, objective: str) -> AspectSelection:
+        return self._old("[objective]")[objective]
+
+    def __iter__(self):
+        return iter(self._old("iteration"))
+
+    def __len__(self) -> int:
+        return len(self.by_objective)
+
+    def keys(self):
+        """Deprecated dict access: the objectives (use ``.by_objective``)."""
+        return self._old(".keys()").keys()
+
+    def values(self):
+        """Deprecated dict access: the selections (use ``.by_objective``)."""
+        return self._old(".values()").values()
+
+    def items(self):
+        """Deprecated dict access: (objective, selection) pairs (use ``.by_objective``)."""
+        return self._old(".items()").items()
+
+
+def _selections_of(selections) -> dict[str, AspectSelection]:
+    """``{objective: AspectSelection}`` from an :class:`AspectSelections` or a mapping (the old result)."""
+    if isinstance(selections, AspectSelections):
+        return dict(selections.by_objective)
+    if isinstance(selections, Mapping):
+        return dict(selections)
+    raise TypeError(f"expected the result of select_aspects_all, got {type(selections).__name__}")

@@ -7,8 +7,10 @@ parses every reply with the LLM layer's rule, adds the provenance columns and re
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,8 +23,11 @@ from medeval_kit.llm.parse import parse_reply
 from medeval_kit.llm.parse import validate as validate_json
 from medeval_kit.prompts import Prompt, load_prompt
 
-__all__ = ["JUDGMENT_COLUMNS", "JudgeError", "Run", "Call", "start", "execute", "need", "text", "shuffle_seed",
-           "load_template", "unit_ids"]
+__all__ = ["JUDGMENT_COLUMNS", "DEFAULT_MODEL", "JudgeError", "Run", "Call", "start", "execute", "need", "requires", "optional_columns",
+           "resolve_model", "text", "shuffle_seed", "load_template", "unit_ids"]
+
+DEFAULT_MODEL = "local/smollm2-135m"
+"""The judge model when none is given: a small local model, so nothing is sent to a paid API by default."""
 
 JUDGMENT_COLUMNS = ["item", "judge", "protocol", "criterion", "order", "repeat", "raw", "verdict", "score",
                     "parse_status"]
@@ -37,9 +42,28 @@ class JudgeError(MedevalError, ValueError):
 
 # =========================================================================== small helpers
 def shuffle_seed(seed: int, item: str, repeat: int) -> int:
-    """The recorded seed of one shuffle: a stable hash of (seed, item, repeat), < 2**32.
+    """Return the recorded seed of one shuffle: a stable hash of (seed, item, repeat), < 2**32.
 
     ``numpy.random.default_rng(shuffle_seed(seed, item, repeat)).permutation(k)`` is the order shown.
+
+    Parameters
+    ----------
+    seed : int
+        The run's random seed.
+    item : str
+        The item whose texts are shuffled.
+    repeat : int
+        The repeat (0-based).
+
+    Returns
+    -------
+    int
+        The seed of this item's and repeat's permutation.
+
+    Examples
+    --------
+    >>> shuffle_seed(0, "q1", 0) == shuffle_seed(0, "q1", 0) != shuffle_seed(0, "q1", 1)
+    True
     """
     h = hashlib.sha256(f"{int(seed)}|{item}|{int(repeat)}".encode()).digest()
     return int.from_bytes(h[:4], "big")
@@ -52,9 +76,71 @@ def need(df: pd.DataFrame, cols: Mapping[str, str | None], what: str) -> None:
     missing = [f"{role}={name!r}" for role, name in cols.items() if name is not None and name not in df.columns]
     if missing:
         raise JudgeError(f"{what}: missing column(s) {', '.join(missing)}; present: {list(df.columns)}. "
-                         "Pass the right names as keyword arguments.")
+                         "Map your column names with columns={canonical name: your column}.")
     if len(df) == 0:
         raise JudgeError(f"{what}: the input table is empty")
+
+
+def requires(*inputs: str) -> Callable[[Callable], Callable]:
+    """Decorate a protocol's run function: check that its input table has the canonical columns ``inputs``.
+
+    Put it below ``@takes_columns`` (the check sees the renamed table). The columns are recorded as
+    ``__medeval_inputs__`` (read by :func:`medeval_kit.judge.item_columns`).
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def checked(data, *args, **kwargs):
+            need(data, {c: c for c in inputs}, fn.__name__)
+            return fn(data, *args, **kwargs)
+
+        checked.__medeval_inputs__ = tuple(inputs)
+        return checked
+
+    return decorate
+
+
+def optional_columns(*names: str) -> Callable[[Callable], Callable]:
+    """Decorate a protocol's run function (above ``@takes_columns``): the old ``target=None`` keeps working.
+
+    Before ``columns=``, ``target=None`` (or ``model_a=None`` ...) told a protocol to ignore an optional
+    column. For one release it still does, with a ``DeprecationWarning``: the column is dropped from the
+    table before the call.
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def wrapper(data, *args, **kwargs):
+            drop = [n for n in names if n in kwargs and kwargs[n] is None]
+            if drop:
+                for n in drop:
+                    del kwargs[n]
+                warnings.warn(f"{fn.__name__}({', '.join(f'{n}=None' for n in drop)}) is deprecated; drop the "
+                              f"column(s) from the table instead", DeprecationWarning, stacklevel=3)
+                if isinstance(data, pd.DataFrame):
+                    data = data.drop(columns=[n for n in drop if n in data.columns])
+            return fn(data, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def resolve_model(model: str | None, old: dict, what: str) -> str:
+    """The judge model of a protocol call: ``model``, else the deprecated ``judge=`` keyword, else the default.
+
+    ``old`` holds the keywords a run function received beyond its own; anything but ``judge`` is an error.
+    """
+    old = dict(old)
+    if "judge" in old:
+        judge = old.pop("judge")
+        warnings.warn(f"{what}(judge=...) is deprecated; the judge model is model=", DeprecationWarning,
+                      stacklevel=6)
+        if model is None:
+            model = judge
+    if old:
+        raise TypeError(f"{what}() got unexpected keyword argument(s) {sorted(old)}")
+    return DEFAULT_MODEL if model is None else str(model)
 
 
 def text(v: Any) -> str:
@@ -208,3 +294,33 @@ def execute(run: Run, calls: list[Call], decode: Decode, *, progress: bool,
         for row in decode(call, parsed if status == "ok" else None):
             rows.append({**call.columns, **common, **row, "_call_no": n})
     return _finish(rows, extra_order)
+
+
+# Parameter texts every protocol run function shares (``@shared_docs(**RUN_DOCS)``)
+RUN_DOCS: dict[str, str] = {
+    "temperature": """\
+temperature : float, optional
+    Sampling temperature; default 0 for one repeat and 0.7 for several (repeats at 0 are copies).""",
+    "max_tokens": """\
+max_tokens : int
+    Reply length limit; a reply cut off there fails to parse and is counted.""",
+    "constrained": """\
+constrained : bool
+    Send the reply schema to the provider; ``False`` asks in free text and parses and validates here
+    (how a small model's parse failures become visible).""",
+    "cache_mode": """\
+cache_mode : str
+    The LLM cache mode (``use``, ``replay``, ``record``) when the client is made here.""",
+    "progress": """\
+progress : bool
+    Show a progress bar.""",
+    "old_keywords": """\
+**old : str
+    Deprecated keywords kept for one release, with a ``DeprecationWarning``: ``judge=`` (the model;
+    use ``model``) and the per-column keywords (``item="case_id"``; use ``columns``).""",
+    "judgments": """\
+DataFrame
+    The ``judgments`` table: ``item, judge, protocol, criterion, order, repeat, raw, verdict, score,
+    parse_status``, the provenance columns (``parse_error, template, template_version, temperature,
+    seed, call, cached, latency_s, cost_usd``) and the protocol's own columns.""",
+}

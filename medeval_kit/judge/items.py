@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, apply_columns, column_roles
 from medeval_kit.datasets import read_table
 from medeval_kit.errors import ParameterError, SchemaError
 from medeval_kit.schemas import validate
@@ -52,8 +53,9 @@ def item_columns(protocol: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     (('item', 'question', 'answer_a', 'answer_b'), ('model_a', 'model_b'))
     """
     p = get(protocol)
-    params = inspect.signature(p.run).parameters
-    return p.inputs, tuple(c for c in OPTIONAL_COLUMNS if c in params and c not in p.inputs)
+    required = tuple(getattr(p.run, "__medeval_inputs__", ()) or p.inputs)
+    reads = column_roles(p.run) or tuple(inspect.signature(p.run).parameters)  # old-style plugins: parameters
+    return required, tuple(c for c in OPTIONAL_COLUMNS if c in reads and c not in required)
 
 
 def protocol_options(protocol: str, options: Mapping[str, object], *,
@@ -92,7 +94,7 @@ def protocol_options(protocol: str, options: Mapping[str, object], *,
     return given
 
 
-def read_items(path: str | Path, protocol: str, *, columns: Mapping[str, str | None] | None = None,
+def read_items(path: str | Path, protocol: str, *, columns: Columns = None,
                flags: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Read the user's items to judge with ``protocol``; return its input table under the tidy column names.
 
@@ -105,8 +107,9 @@ def read_items(path: str | Path, protocol: str, *, columns: Mapping[str, str | N
     protocol : str
         The registered protocol the table is for (:func:`item_columns` says which columns it reads).
     columns : mapping of str to str, optional
-        Tidy name -> the file's column, e.g. ``{"answer_a": "a", "answer_b": "b"}``; a name left out
-        (or None) is looked up under its tidy name.
+        Your column names as ``{canonical name: your column}``, e.g. ``{"answer_a": "a", "answer_b": "b"}``
+        (see :mod:`medeval_kit.columns`), applied right after reading; a name left out (or None) is looked
+        up under its canonical name. Keys the protocol does not read are ignored; unknown keys are an error.
     flags : mapping of str to str, optional
         Tidy name -> how the caller names that option (e.g. ``"--answer-a"``), quoted in the errors.
 
@@ -121,6 +124,8 @@ def read_items(path: str | Path, protocol: str, *, columns: Mapping[str, str | N
     SchemaError
         A required column is absent; a required cell is empty; a unit (item, or item and target)
         occurs twice; rows of one item disagree on their question or reference. Names file, column, rows.
+    ColumnError
+        ``columns`` has a key that no table uses, or renaming would give two columns one name.
     DataFileError
         The file cannot be read.
 
@@ -135,17 +140,20 @@ def read_items(path: str | Path, protocol: str, *, columns: Mapping[str, str | N
     """
     src = str(path)
     required, optional = item_columns(protocol)
-    names = {c: (columns or {}).get(c) or c for c in required + optional}
+    given = {k: v for k, v in (columns or {}).items() if v is not None}
+    names = {c: given.get(c) or c for c in required + optional}  # the file's names, quoted in the errors
     df = read_table(path, text=True).reset_index(drop=True)
-    missing = [c for c in required if names[c] not in df.columns]
+    in_file = list(df.columns)  # as the user named them, for the errors
+    df = apply_columns(df, given, required + optional, where=src)
+    missing = [c for c in required if c not in df.columns]
     if missing:
         c = missing[0]
         how = (flags or {}).get(c)
         raise SchemaError(_TABLE, names[c], [], f"protocol {protocol!r} reads its {c} from column {names[c]!r}, "
-                          f"which is not in the file (present: {list(df.columns)})"
+                          f"which is not in the file (present: {in_file})"
                           + (f"; name it with {how}" if how else ""), src)
-    present = [c for c in required + optional if names[c] in df.columns]
-    out = pd.DataFrame({c: df[names[c]] for c in present})
+    present = [c for c in required + optional if c in df.columns]
+    out = pd.DataFrame({c: df[c] for c in present})
     for c in present:
         out[c] = _as_text(out[c], names[c], src, empty_ok=c in _MAY_BE_EMPTY or c in optional)
     _check_units(out, names, protocol, src)

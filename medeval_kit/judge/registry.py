@@ -2,22 +2,26 @@
 reply schema, input check and the hooks the summaries dispatch to).
 
 A protocol is one file in ``judge/protocols/`` whose ``judge_<name>`` function is decorated with
-``@protocol(name, template=..., schema=..., inputs=...)``; registering also lets the ``judgments``
-table accept the name (:data:`medeval_kit.schemas.PROTOCOLS`).
+``@protocol(name, template=..., schema=..., inputs=...)``, or a module of another distribution declared
+as an entry point of group ``medeval_kit.protocols`` (loaded at the first read of the registry; a
+built-in keeps its name, see :mod:`medeval_kit.plugins`). The ``judgments`` table accepts every
+registered name: :func:`medeval_kit.schemas.validate` reads this registry at validation time.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from medeval_kit import plugins
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError, SchemaError
-from medeval_kit.schemas import PROTOCOLS
 
 from .engine import need
 
@@ -29,13 +33,27 @@ __all__ = ["Protocol", "protocol", "unregister", "get", "names", "default_templa
 class Protocol:
     """One judge protocol: how to run it and how its judgments are read.
 
-    ``run``: ``judge_<name>(data, *, judge=, client=, repeats=, **kw)`` (input columns checked).
-    ``template``: the default template name (or polarity -> name). ``schema``: builds one call's reply
-    schema. ``inputs``: the column parameters the input table must have. ``scores`` /
-    ``order_effects`` / ``humans``: what :func:`~medeval_kit.judge.score_summary`,
-    :func:`~medeval_kit.judge.order_effects` and :func:`~medeval_kit.judge.human_agreement` call
-    (None: the generic default). ``verdicts_by`` / ``verdict_column`` / ``row_unit``: how
-    :func:`~medeval_kit.judge.verdict_counts` groups the verdicts.
+    Parameters
+    ----------
+    name : str
+        The protocol's name (``pairwise``, ``rubric`` ...).
+    run : callable
+        ``judge_<name>(data, *, model=, client=, repeats=, columns=, **kw)``, with its input check.
+    template : str or mapping of str to str
+        The default prompt template's name (or polarity -> name).
+    schema : callable
+        Builds one call's reply schema.
+    inputs : tuple of str
+        The column parameters the input table must have (empty when the run function checks its inputs).
+    scores, order_effects, humans : callable, optional
+        What :func:`~medeval_kit.judge.score_summary`, :func:`~medeval_kit.judge.order_effects` and
+        :func:`~medeval_kit.judge.human_agreement` call for this protocol; ``None``: the generic default.
+    verdicts_by : str, default "criterion"
+        How :func:`~medeval_kit.judge.verdict_counts` groups the verdicts.
+    verdict_column : str, default "verdict"
+        The column holding the verdicts it counts.
+    row_unit : str, default "rows"
+        What one counted row is, in words.
     """
 
     name: str
@@ -51,7 +69,8 @@ class Protocol:
     row_unit: str = "rows"
 
 
-_REGISTRY: dict[str, Protocol] = {}
+_REGISTRY: dict[str, Protocol] = {}  # read through _registry(), which loads the plugins first
+plugins.attach(plugins.PROTOCOLS, names=lambda: list(_REGISTRY), drop=lambda name: _REGISTRY.pop(name, None))
 
 
 def _with_input_check(run: Callable, inputs: Sequence[str]) -> Callable:
@@ -76,62 +95,175 @@ def protocol(name: str, *, template: str | Mapping[str, str], schema: Callable[.
              scores: Callable | None = None, order_effects: Callable | None = None, humans: Callable | None = None,
              verdicts_by: str = "criterion", verdict_column: str = "verdict",
              row_unit: str = "rows") -> Callable[[Callable], Callable]:
-    """Decorator: register ``judge_<name>`` as protocol ``name``; returns it with its input check."""
+    """Register a run function as a judge protocol (a decorator).
+
+    Parameters
+    ----------
+    name : str
+        The protocol's name; a built-in keeps its name when a plugin reuses it.
+    template : str or mapping of str to str
+        The default prompt template (or polarity -> template).
+    schema : callable
+        Builds one call's reply schema.
+    inputs : sequence of str
+        The column parameters the input table must have; checked before each run.
+    scores, order_effects, humans : callable, optional
+        Protocol-specific summaries (see :class:`Protocol`).
+    verdicts_by : str, default "criterion"
+        How verdicts are grouped by :func:`~medeval_kit.judge.verdict_counts`.
+    verdict_column : str, default "verdict"
+        The verdict column it counts.
+    row_unit : str, default "rows"
+        What one counted row is.
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the run function with its input check.
+
+    Raises
+    ------
+    ParameterError
+        ``name`` is already registered, or ``inputs`` names a column that is not a parameter.
+    """
 
     def register(run: Callable) -> Callable:
-        if name in _REGISTRY:
-            raise ParameterError(f"protocol {name!r} is already registered (by {_REGISTRY[name].run.__module__})")
         checked = _with_input_check(run, inputs)
+        verdict = plugins.admit(plugins.PROTOCOLS, name, name in _REGISTRY, run.__module__)
+        if verdict == "duplicate":
+            raise ParameterError(f"protocol {name!r} is already registered (by {_REGISTRY[name].run.__module__})")
+        if verdict == "keep":  # a plugin's protocol under a taken name (warned): not registered
+            return checked
+        _REGISTRY.pop(name, None)  # "replace": a built-in takes its name back from a plugin
         _REGISTRY[name] = Protocol(name, checked, template, schema, tuple(inputs), scores, order_effects, humans,
                                    verdicts_by, verdict_column, row_unit)
-        if name not in PROTOCOLS:
-            PROTOCOLS.append(name)
         return checked
 
     return register
 
 
 def unregister(name: str) -> None:
-    """Remove protocol ``name`` from the registry and from the names the ``judgments`` table accepts."""
+    """Remove a protocol from the registry (and so from the names the ``judgments`` table accepts).
+
+    Parameters
+    ----------
+    name : str
+        A registered protocol.
+
+    Raises
+    ------
+    ParameterError
+        No protocol has that name.
+    """
     get(name)
     del _REGISTRY[name]
-    if name in PROTOCOLS:
-        PROTOCOLS.remove(name)
+    plugins.release(plugins.PROTOCOLS, name)
+
+
+def _registry() -> dict[str, Protocol]:
+    """The registry, after the built-ins and the ``medeval_kit.protocols`` plugins are loaded."""
+    plugins.load(plugins.PROTOCOLS)
+    return _REGISTRY
 
 
 def get(name: str) -> Protocol:
     """The registered :class:`Protocol` called ``name``; :class:`ParameterError` naming the known ones."""
     try:
-        return _REGISTRY[name]
+        return _registry()[name]
     except KeyError:
         raise ParameterError(f"unknown protocol {name!r}; choose one of {names()}") from None
 
 
 def names() -> list[str]:
-    """The registered protocol names, in registration order."""
-    return list(_REGISTRY)
+    """List the registered protocols, in registration order (built-ins, then plugins).
+
+    Returns
+    -------
+    list of str
+        The names.
+    """
+    return list(_registry())
 
 
 def default_templates() -> dict[str, str | Mapping[str, str]]:
-    """Protocol name -> its default template (or polarity -> template)."""
-    return {p.name: p.template for p in _REGISTRY.values()}
+    """Give each protocol's default prompt template.
+
+    Returns
+    -------
+    dict
+        Protocol name -> its template name (or polarity -> template name).
+    """
+    return {p.name: p.template for p in _registry().values()}
 
 
-def run_protocol(protocol: str, data: pd.DataFrame, *, judge: str = "local/smollm2-135m", client=None,
+@shared_docs
+def run_protocol(protocol: str, data: pd.DataFrame, *, model: str | None = None, client=None,
                  repeats: int = 1, **kwargs) -> pd.DataFrame:
-    """Run the registered protocol ``protocol`` on ``data``; ``kwargs`` go through unchanged.
+    """Run a registered protocol on a table.
 
     For ``pairwise`` both orders are judged unless ``orders=`` says otherwise.
+
+    Parameters
+    ----------
+    protocol : str
+        A registered protocol (:func:`~medeval_kit.judge.protocol_names`).
+    data : DataFrame
+        The protocol's input table (items with their responses).
+    model : str, optional
+        The judge LLM, as ``provider/name``; default ``"local/smollm2-135m"``, the embedded model.
+    {client}
+    repeats : int, default 1
+        Calls per item (and order); different repeats are different samples.
+    **kwargs
+        The protocol's own options (``columns=``, ``criterion=``, ``template=``, ``orders=`` ...), passed
+        through unchanged; ``judge=`` is the deprecated name of ``model``.
+
+    Returns
+    -------
+    DataFrame
+        A ``judgments`` table: one row per call and criterion, with the raw reply kept.
     """
-    return get(protocol).run(data, judge=judge, client=client, repeats=repeats, **kwargs)
+    if "judge" in kwargs:
+        warnings.warn("run_protocol(judge=...) is deprecated; pass model=", DeprecationWarning, stacklevel=2)
+        old = kwargs.pop("judge")
+        model = old if model is None else model
+    run = get(protocol).run
+    params = inspect.signature(run).parameters
+    if "model" not in params and "judge" in params:  # a protocol written before model= (a plugin's)
+        return run(data, judge=model or "local/smollm2-135m", client=client, repeats=repeats, **kwargs)
+    return run(data, model=model, client=client, repeats=repeats, **kwargs)
 
 
+@shared_docs
 def check_protocol(judgments: pd.DataFrame, expected: str | Sequence[str] | None = None, *,
-                   protocol: str = "protocol", source: str | None = None) -> str:
-    """Return the single protocol of ``judgments``; raise :class:`SchemaError` if it mixes protocols.
+                   source: str | None = None, protocol: str | None = None) -> str:
+    """Return the single protocol of a judgments table; raise if it mixes protocols.
 
-    ``expected`` (a name or names) also checks that the protocol is one the caller can analyse.
+    Parameters
+    ----------
+    judgments : DataFrame
+        A ``judgments`` table (its ``protocol`` column).
+    expected : str or sequence of str, optional
+        The protocol(s) the caller can analyse; another one is an error.
+    {source}
+    protocol : str, optional
+        Deprecated: the name of the protocol column (use a ``columns=`` mapping upstream).
+
+    Returns
+    -------
+    str
+        The protocol.
+
+    Raises
+    ------
+    SchemaError
+        No ``protocol`` column, an empty table, mixed protocols, or not one of ``expected``.
     """
+    if protocol is not None:
+        warnings.warn("check_protocol(protocol=...) is deprecated; map the column with columns= where the table "
+                      "is read", DeprecationWarning, stacklevel=2)
+    else:
+        protocol = "protocol"
     if not isinstance(judgments, pd.DataFrame) or protocol not in judgments.columns:
         raise SchemaError("judgments", protocol, [], "no 'protocol' column; is this a judgments table?", source)
     if len(judgments) == 0:
@@ -151,10 +283,28 @@ def check_protocol(judgments: pd.DataFrame, expected: str | Sequence[str] | None
     return found[0]
 
 
+@shared_docs
 def protocol_of(judgments: pd.DataFrame, *, source: str | None = None) -> Protocol:
-    """The registered :class:`Protocol` of a one-protocol ``judgments`` table."""
+    """Return the registered protocol of a one-protocol judgments table.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        A ``judgments`` table.
+    {source}
+
+    Returns
+    -------
+    Protocol
+        Its registry entry.
+
+    Raises
+    ------
+    SchemaError
+        The table mixes protocols, or its protocol is not registered.
+    """
     name = check_protocol(judgments, source=source)
-    if name not in _REGISTRY:
+    if name not in _registry():
         raise SchemaError("judgments", "protocol", list(range(min(len(judgments), 10))),
                           f"protocol {name!r} is not registered; known: {names()}", source)
     return _REGISTRY[name]

@@ -6,11 +6,14 @@ through the registry (:class:`~medeval_kit.judge.registry.Protocol` hooks); the 
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import SchemaError
 from medeval_kit.prompts import Rubric, load_rubric
 from medeval_kit.results import result_frame, result_row
@@ -22,6 +25,11 @@ __all__ = ["parse_summary", "score_summary", "order_effects", "human_agreement",
            "to_annotations", "rubric_scores", "acc_tuple_triple", "share_correct", "mean_scores"]
 
 EXACT = "exact binomial (Clopper-Pearson)"
+JUDGMENT_ROLES = ("item", "judge", "protocol", "criterion", "order", "repeat", "raw", "verdict", "score",
+                  "parse_status", "target", "component", "question_item", "slot_verdict", "polarity", "model_a",
+                  "model_b", "score_a", "score_b", "position")
+"""The ``judgments`` columns the summaries read (under these canonical names; map yours with ``columns=``)."""
+ANNOTATION_ROLES = ("rater", "rater_kind", "label")
 #: verdict_counts keeps the first this many groups (a bar chart of more is unreadable)
 MAX_VERDICT_GROUPS = 12
 
@@ -31,14 +39,36 @@ def _judges(judgments: pd.DataFrame) -> str:
 
 
 # =========================================================================== parse failures
-def parse_summary(judgments: pd.DataFrame, *, by: Sequence[str] | None = None,
-                  confidence: float = 0.95) -> pd.DataFrame:
-    """Calls, parse failures and missing replies per group (``by``), never hidden.
+@shared_docs
+@takes_columns("judge", "protocol", "criterion", "component", "parse_status")
+def parse_summary(judgments: pd.DataFrame, *, by: Sequence[str] | None = None, confidence: float = 0.95,
+                  columns: Columns = None) -> pd.DataFrame:
+    """Return the calls, parse failures and missing replies per group (``by``), never hidden.
 
-    Counts distinct calls (``call`` column; a k-slot or rubric call writes several rows). ``by``
-    defaults to judge, protocol and criterion - or component for rubric judgments, where one call
-    covers all aspects of a component. ``estimate`` is the parse-failure rate, failed / calls with a
-    reply (``n_items``), with an exact CI; NaN if none replied. Extras: ``n_calls, n_ok, n_missing``.
+    Counts distinct calls (``call`` column; a k-slot or rubric call writes several rows). ``estimate``
+    is the parse-failure rate, failed / calls with a reply (``n_items``), with an exact CI; NaN if none
+    replied.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        A ``judgments`` table.
+    by : sequence of str, optional
+        The columns to group by; default judge, protocol and criterion - or component for rubric
+        judgments, where one call covers all aspects of a component. Absent columns are skipped.
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``by`` and ``metric`` (``parse_failure_rate``); extras ``n_calls, n_ok, n_missing``.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> parse_summary(synthetic_pairwise(n_items=10, seed=0))["metric"].iloc[0]
+    'parse_failure_rate'
     """
     d = judgments.copy()
     if by is None:
@@ -62,13 +92,34 @@ def parse_summary(judgments: pd.DataFrame, *, by: Sequence[str] | None = None,
     return result_frame(rows, keys=[*by, "metric"])
 
 
-def to_annotations(df: pd.DataFrame, *, item: str = "item", judge: str = "judge", criterion: str = "criterion",
-                   verdict: str = "verdict", rater_kind: str = "llm") -> pd.DataFrame:
-    """An ``annotations`` table (item, rater, rater_kind, criterion, label) from judge verdicts.
+@shared_docs
+@takes_columns("item", "judge", "criterion", "verdict")
+def to_annotations(df: pd.DataFrame, *, rater_kind: str | None = None, columns: Columns = None) -> pd.DataFrame:
+    """Return judge verdicts as an ``annotations`` table (item, rater, rater_kind, criterion, label).
 
     Use it on one verdict per (item, judge, criterion), e.g. the output of
     :func:`medeval_kit.pairwise.resolve_orders`; NA verdicts (dropped, failed) stay NA labels.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One verdict per ``item``, ``judge`` and ``criterion`` (column ``verdict``).
+    rater_kind : str, optional
+        The value of the ``rater_kind`` column; default ``"llm"``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``item, rater, rater_kind, criterion, label`` (the judge is the rater, the verdict the label).
+
+    Raises
+    ------
+    SchemaError
+        A (item, judge, criterion) has more than one verdict.
     """
+    item, judge, criterion, verdict = "item", "judge", "criterion", "verdict"
+    rater_kind = "llm" if rater_kind is None else rater_kind
     dup = df.duplicated([item, judge, criterion], keep=False)
     if dup.any():
         raise SchemaError("judgments", f"{item},{judge},{criterion}", [int(i) for i in np.flatnonzero(dup)],
@@ -80,25 +131,77 @@ def to_annotations(df: pd.DataFrame, *, item: str = "item", judge: str = "judge"
 
 
 # =========================================================================== dispatch through the registry
-def score_summary(judgments: pd.DataFrame, *, policy: str = "drop", confidence: float = 0.95) -> pd.DataFrame:
-    """What the judge says about the judged models, with denominators (the protocol's ``scores`` hook).
+@shared_docs
+@takes_columns(*JUDGMENT_ROLES)
+def score_summary(judgments: pd.DataFrame, *, policy: str = "drop", confidence: float = 0.95,
+                  columns: Columns = None) -> pd.DataFrame:
+    """Return what the judge says about the judged models, with denominators (the protocol's ``scores`` hook).
 
     ``pairwise``: orders resolved with ``policy``, then the polarity-aware win rate of model A
     (:func:`medeval_kit.pairwise.win_rate`). ``rubric``: mean component / total score per target
-    (:func:`rubric_scores`). ``reference`` / ``multi_answer``: :func:`share_correct`.
-    ``multi_response`` and any protocol without a hook: :func:`mean_scores`.
+    (:func:`rubric_scores`). ``reference`` / ``multi_answer``: the share ``correct``.
+    ``multi_response`` and any protocol without a hook: the mean score per judge and target.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        A one-protocol ``judgments`` table.
+    policy : str
+        How the two presentation orders of a pairwise verdict are resolved
+        (:func:`medeval_kit.pairwise.resolve_orders`: ``drop``, ``tie``, ``first`` ...).
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed by judge (and target, criterion or component, per protocol).
+
+    Raises
+    ------
+    SchemaError
+        The table mixes protocols or its protocol is not registered.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> res = score_summary(synthetic_pairwise(n_items=20, judges=("j1",), seed=0))
+    >>> res["judge"].tolist()
+    ['j1']
     """
     proto = protocol_of(judgments)
     return (proto.scores or mean_scores)(judgments, policy=policy, confidence=confidence)
 
 
-def order_effects(judgments: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Presentation-order effects of one protocol's judgments (the protocol's ``order_effects`` hook).
+@shared_docs
+@takes_columns(*JUDGMENT_ROLES)
+def order_effects(judgments: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
+                  columns: Columns = None) -> pd.DataFrame:
+    """Return the presentation-order effects of one protocol's judgments (the protocol's ``order_effects`` hook).
 
     ``pairwise``: :func:`medeval_kit.bias.position_bias` (consistency, flip rate, first-slot rate ...).
     ``multi_answer`` / ``multi_response``: per judge and shown ``position`` the mean score (content is
     shuffled over positions, so a trend over positions is a position effect). Protocols that show
     one response per call in a single order: one row saying no order effect is measurable.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        A one-protocol ``judgments`` table (pairwise: ``slot_verdict`` and ``polarity`` are read under
+        these names when present).
+    {n_boot}
+    {seed}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed by judge and metric.
+
+    Raises
+    ------
+    SchemaError
+        The table mixes protocols or its protocol is not registered.
     """
     proto = protocol_of(judgments)
     if proto.order_effects is None:
@@ -108,8 +211,10 @@ def order_effects(judgments: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0)
     return proto.order_effects(judgments, n_boot=n_boot, seed=seed)
 
 
+@shared_docs
+@takes_columns(*JUDGMENT_ROLES, *ANNOTATION_ROLES)
 def human_agreement(judgments: pd.DataFrame, humans: pd.DataFrame | None, *, policy: str = "drop",
-                    n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                    n_boot: int = 1000, seed: int = 0, columns: Columns = None) -> pd.DataFrame:
     """Score the judge against human labels ``humans`` (the protocol's ``humans`` hook).
 
     ``pairwise``: ``humans`` is an ``annotations`` table of A/B/tie labels; the judge is scored like a
@@ -117,6 +222,28 @@ def human_agreement(judgments: pd.DataFrame, humans: pd.DataFrame | None, *, pol
     orders with ``policy``, with ``[AB only]`` / ``[BA only]`` rows. ``multi_response``: ``humans``
     holds reference scores (item, target, score) and :func:`acc_tuple_triple` is returned.
     ``humans=None`` or a protocol without a hook: one row with a ``note``.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        A one-protocol ``judgments`` table.
+    humans : DataFrame or None
+        The human labels (an ``annotations`` table) or reference scores, per protocol.
+    policy : str
+        How the two presentation orders of a pairwise verdict are resolved.
+    {n_boot}
+    {seed}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed by rater (the judge, and its one-order variants) and metric.
+
+    Raises
+    ------
+    SchemaError
+        The table mixes protocols or its protocol is not registered.
     """
     proto = protocol_of(judgments)
     if humans is None or proto.humans is None:
@@ -126,12 +253,27 @@ def human_agreement(judgments: pd.DataFrame, humans: pd.DataFrame | None, *, pol
     return proto.humans(judgments, humans, policy=policy, n_boot=n_boot, seed=seed)
 
 
-def verdict_counts(judgments: pd.DataFrame) -> pd.DataFrame:
-    """Verdict counts by the protocol's grouping (order, shown position or criterion), failures as labels.
+@shared_docs
+@takes_columns(*JUDGMENT_ROLES)
+def verdict_counts(judgments: pd.DataFrame, *, confidence: float = 0.95, columns: Columns = None) -> pd.DataFrame:
+    """Return the verdict counts by the protocol's grouping (order, shown position or criterion), failures as labels.
 
     Pairwise: presented-slot verdicts per order (a position-biased judge piles up on ``first``).
     k-slot protocols: verdicts by shown position. Others: by criterion (the first 12). A row that did
-    not parse is counted under ``parse <status>``. Columns: ``protocol, by, group, label, n, unit``.
+    not parse is counted under ``parse <status>``.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        A one-protocol ``judgments`` table.
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``protocol, by, group, label``, the contract columns (``estimate`` the label's share of its group,
+        exact CI; ``n_items`` the group's rows), then ``n`` (the count) and ``unit``.
     """
     proto = protocol_of(judgments)
     by = proto.verdicts_by
@@ -143,8 +285,11 @@ def verdict_counts(judgments: pd.DataFrame) -> pd.DataFrame:
     lab = lab.map(lambda v: v if isinstance(v, str) else f"{v:g}")
     counts = d.assign(_label=lab).groupby([by, "_label"]).size()
     out = counts.rename_axis(["group", "label"]).reset_index(name="n")
-    return out.assign(protocol=proto.name, by=by, unit=proto.row_unit)[["protocol", "by", "group", "label", "n",
-                                                                       "unit"]]
+    total = out.groupby("group")["n"].transform("sum")
+    rows = [result_row(k / n, proportion_ci(k, n, confidence=confidence), EXACT, n_items=n, protocol=proto.name,
+                       by=by, group=g, label=lab, n=k, unit=proto.row_unit)
+            for g, lab, k, n in zip(out["group"], out["label"], out["n"].astype(int), total.astype(int))]
+    return result_frame(rows, keys=["protocol", "by", "group", "label"])
 
 
 # =========================================================================== generic score hooks
@@ -179,24 +324,38 @@ def _by_target(judgments: pd.DataFrame):
 
 
 # =========================================================================== rubric scores
-def rubric_scores(
-    judgments: pd.DataFrame,
-    rubric: str | Rubric | None = None,
-    *,
-    item: str = "item",
-    judge: str = "judge",
-    repeat: str = "repeat",
-    criterion: str = "criterion",
-    score: str = "score",
-) -> pd.DataFrame:
-    """Component and total scores from rubric judgments (MCQG-SRefine).
+@shared_docs
+@takes_columns("item", "judge", "repeat", "criterion", "score", "protocol", "question_item", "target")
+def rubric_scores(judgments: pd.DataFrame, rubric: str | Rubric | None = None, *,
+                  columns: Columns = None) -> pd.DataFrame:
+    """Return component and total scores from rubric judgments (MCQG-SRefine).
 
     A component score is the sum of its aspect scores over its maximum (``max_score`` = sum of the
     aspects' maxima). The total is the unweighted mean over the components (not the pooled sum of
     raw points). A component with any unscored aspect (parse failure, missing row) is NaN with its
-    count in ``n_failed``/``n_missing`` and a ``note``; the total is then NaN too - nothing is
-    imputed. Returns one row per (item, judge, repeat, component) plus ``component="total"``.
+    count in ``n_failed``/``n_missing`` and a ``note``; the total is then NaN too - nothing is imputed.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        Rubric ``judgments`` (one row per aspect: ``criterion`` the aspect id, ``score``).
+    rubric : str or Rubric, optional
+        The rubric the judgments were made with; default the table's ``rubric`` column.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per (item, judge, repeat, component) plus ``component="total"``: ``score`` (0-1),
+        ``points``, ``max_score``, ``n_aspects``, ``n_scored``, ``n_missing`` and the contract columns
+        (``estimate`` = ``score``, no interval; ``n_items`` the aspects scored, ``n_failed`` those not).
+
+    Raises
+    ------
+    SchemaError
+        The rubric cannot be told, or an aspect is not in it.
     """
+    item, judge, repeat, criterion, score = "item", "judge", "repeat", "criterion", "score"
     rub = _rubric_of(judgments, rubric, criterion)
     rows = []
     keys = [item, judge, repeat]
@@ -211,7 +370,14 @@ def rubric_scores(
                      "n_aspects": len(rub.aspects), "n_scored": int(sum(c["n_scored"] for c in comps)),
                      "n_failed": int(sum(c["n_failed"] + c["n_missing"] for c in comps)), "n_missing": 0,
                      "note": "" if np.isfinite(total) else "a component is NaN: total not computed"})
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    out["estimate"] = out["score"]
+    out["ci_low"] = out["ci_high"] = np.nan
+    out["ci_method"] = ""
+    out["n_items"] = out["n_scored"].astype(int)
+    return out
 
 
 def _rubric_of(judgments: pd.DataFrame, rubric: str | Rubric | None, criterion: str) -> Rubric:
@@ -247,18 +413,10 @@ def _component_row(by_aspect: pd.Series, comp) -> dict:
 
 
 # =========================================================================== Acc-2-tuple / Acc-triple
-def acc_tuple_triple(
-    judgments: pd.DataFrame,
-    reference: pd.DataFrame,
-    *,
-    item: str = "question_item",
-    target: str = "target",
-    score: str = "score",
-    ref_item: str = "item",
-    ref_target: str = "target",
-    ref_score: str = "score",
-    confidence: float = 0.95,
-) -> pd.DataFrame:
+@shared_docs
+@takes_columns("question_item", "target", "score", "judge", "repeat", "parse_status", "protocol", "item")
+def acc_tuple_triple(judgments: pd.DataFrame, reference: pd.DataFrame, *, confidence: float = 0.95,
+                     columns: Columns = None, **old: str) -> pd.DataFrame:
     """AutoMedEval's Acc-2-tuple and Acc-triple of multi-response scores against reference scores.
 
     For every (judge, repeat, item) the judge's scores of the item's responses are compared with the
@@ -271,7 +429,41 @@ def acc_tuple_triple(
     ``estimate, ci_low, ci_high, ci_method`` (exact binomial; pairs within an item are not
     independent, see ``note``), ``n`` (pairs or items, ``unit``), ``n_items`` (judged item-repeats),
     ``n_failed``, ``n_skipped``.
+
+    Parameters
+    ----------
+    judgments : DataFrame
+        ``multi_response`` judgments: ``question_item``, ``target``, ``score``, ``judge``, ``repeat``.
+    reference : DataFrame
+        Reference scores: ``item`` (the question), ``target``, ``score``.
+    {confidence}
+    {columns}
+        The same mapping renames both tables.
+    **old : str
+        Deprecated keywords (one release, with a ``DeprecationWarning``): ``ref_item``, ``ref_target``,
+        ``ref_score`` name the reference table's columns; rename them or pass ``columns``.
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``judge, metric``; extras ``n``, ``unit``, ``n_skipped``.
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing, or the judgments are not ``multi_response``.
     """
+    ref_old = {k: old.pop(k) for k in ("ref_item", "ref_target", "ref_score") if k in old}
+    if old:
+        raise TypeError(f"acc_tuple_triple() got unexpected keyword argument(s) {sorted(old)}")
+    renamed = {v: k.removeprefix("ref_") for k, v in ref_old.items() if v != k.removeprefix("ref_")}
+    if renamed:
+        warnings.warn(f"acc_tuple_triple({', '.join(f'{k}={v!r}' for k, v in ref_old.items())}) is deprecated; "
+                      "name the reference columns item, target, score (or pass columns=)", DeprecationWarning,
+                      stacklevel=3)
+        reference = reference.rename(columns=renamed)
+    item, target, score = "question_item", "target", "score"
+    ref_item, ref_target, ref_score = "item", "target", "score"
     check_protocol(judgments, "multi_response")
     for c in (item, target, score, "judge", "repeat"):
         if c not in judgments.columns:

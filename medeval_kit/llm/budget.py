@@ -21,24 +21,27 @@ def _wake(fut: asyncio.Future) -> None:
 
 
 class Budget:
-    """A spending cap in USD that is never exceeded: the ceiling of a client's whole lifetime (every
-    ``run``), or of a study run when several clients share one (``get_client(..., budget=shared)``).
+    """A spending cap in USD that is never exceeded.
 
-    It keeps ``spent + reserved + unconfirmed <= cap``, where
+    The cap holds for a client's whole lifetime (every ``run``), or for a study run when several clients
+    share one (``get_client(..., budget=shared)``). It keeps ``spent + reserved + unconfirmed <= cap``:
 
-    * ``reserved`` is the proven upper-bound cost of the calls in flight: each call reserves its
-      ceiling (prompt tokens at :func:`~medeval_kit.llm.cost.prompt_token_bound`, ``max_tokens`` at
-      the output price) just before it is sent, never while it waits in the queue;
+    * ``reserved`` is the proven upper-bound cost of the calls in flight: each call reserves its ceiling
+      (prompt tokens at :func:`~medeval_kit.llm.cost.prompt_token_bound`, ``max_tokens`` at the output
+      price) just before it is sent, never while it waits in the queue;
     * ``spent`` is what delivered replies cost, at their reported usage (settled on arrival);
-    * ``unconfirmed`` is the reserved cost of attempts whose reply may have been generated, and
-      billed, but never arrived: a timeout after sending, a reset mid-body, an unreadable body, a
-      cancelled call.
+    * ``unconfirmed`` is the reserved cost of attempts whose reply may have been generated, and billed,
+      but never arrived: a timeout after sending, a reset mid-body, an unreadable body, a cancelled call.
 
-    A call that does not fit waits while calls in flight may free enough, and is refused only when
-    it cannot fit even then. A reply that reports more usage than its reservation means the bound
-    failed or the server over-reports: the cap can no longer be proven, so no new call is sent
-    (``halted`` says why; a new Budget starts afresh). Thread-safe: clients in different threads
-    may share one.
+    A call that does not fit waits while calls in flight may free enough, and is refused only when it
+    cannot fit even then. A reply that reports more usage than its reservation means the bound failed or
+    the server over-reports: the cap can no longer be proven, so no new call is sent (``halted`` says why;
+    a new Budget starts afresh). Thread-safe: clients in different threads may share one.
+
+    Parameters
+    ----------
+    cap_usd : float
+        The cap in USD (``>= 0``).
     """
 
     def __init__(self, cap_usd: float) -> None:

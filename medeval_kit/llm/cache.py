@@ -133,7 +133,14 @@ def connect_wal(path: Path) -> sqlite3.Connection:
 
 
 def default_cache_path() -> Path:
-    """Return the project's cache file, ``<project>/data/cache/llm.sqlite`` (:func:`medeval_kit.paths.cache_path`)."""
+    """Return the project's cache file.
+
+    Returns
+    -------
+    Path
+        ``<project>/data/cache/llm.sqlite`` (:func:`medeval_kit.paths.cache_path`; the project is
+        ``$MEDEVAL_ROOT``, else the nearest folder at or above the current one holding ``medeval.toml``).
+    """
     return paths.cache_path()
 
 
@@ -143,11 +150,18 @@ def utcnow() -> str:
 
 
 class Cache:
-    """SQLite response cache.
+    """The SQLite response cache: every reply is kept under a key of everything that shapes it.
 
-    Args:
-        path: the SQLite file (created with its folder); default :func:`default_cache_path`.
-        mode: one of ``off``, ``use``, ``replay``, ``refresh``.
+    The key covers the model string, messages, sampling parameters, schema, repeat and the provider
+    options that change the reply; metadata is not in it. Several processes may share one file: a lease
+    on each request makes sure only one of them pays for it.
+
+    Parameters
+    ----------
+    path : path-like, optional
+        The SQLite file (created with its folder); default :func:`default_cache_path`.
+    mode : {"use", "off", "replay", "refresh"}, default "use"
+        How the client uses it (see :func:`get_client`).
     """
 
     def __init__(self, path: str | os.PathLike | None = None, mode: str = "use") -> None:

@@ -25,7 +25,19 @@ def default_prices_path() -> Path:
 
 @dataclass(frozen=True, slots=True)
 class Price:
-    """USD per 1M tokens for one model pattern, with the date it was checked."""
+    """USD per million tokens for one model pattern, with the date it was checked.
+
+    Parameters
+    ----------
+    pattern : str
+        A shell pattern over ``provider/name`` (e.g. ``openai/gpt-4o-mini*``).
+    input, output : float
+        USD per million prompt and completion tokens.
+    as_of : str
+        The date the price was read (ISO).
+    source : str
+        Where it was read (a URL).
+    """
 
     pattern: str
     input: float
@@ -61,7 +73,25 @@ def _load(path: str, mtime: float) -> tuple[tuple[Price, ...], dict[str, float]]
 
 
 def load_prices(path: str | os.PathLike | None = None) -> tuple[tuple[Price, ...], dict[str, float]]:
-    """The price entries and batch discounts from the YAML table."""
+    """Read the price entries and batch discounts from the YAML table.
+
+    Parameters
+    ----------
+    path : path-like, optional
+        The table; default the project's ``data/prices.yaml``, else the toolkit's.
+
+    Returns
+    -------
+    prices : tuple of Price
+        The entries, in the table's order (the first matching pattern wins).
+    discounts : dict of str to float
+        The batch price factor per provider (e.g. ``{"openai": 0.5}``).
+
+    Raises
+    ------
+    DataFileError
+        The table does not exist.
+    """
     p = str(path or default_prices_path())
     try:
         mtime = os.path.getmtime(p)
@@ -71,7 +101,21 @@ def load_prices(path: str | os.PathLike | None = None) -> tuple[tuple[Price, ...
 
 
 def price_for(model: str | ModelSpec, *, prices_path: str | None = None) -> Price | None:
-    """The price of a model (``None`` when the table has no entry for it)."""
+    """Look up the price of a model.
+
+    Parameters
+    ----------
+    model : str or ModelSpec
+        A model string (:func:`parse_model`).
+    prices_path : str, optional
+        The price table (YAML); default the project's ``data/prices.yaml``, else the toolkit's.
+
+    Returns
+    -------
+    Price or None
+        The first entry whose pattern matches; a zero price for a self-hosted ``...@http://`` server;
+        ``None`` when the table has no entry for the model.
+    """
     spec = model if isinstance(model, ModelSpec) else parse_model(model)
     if spec.base_url:
         return SELF_HOSTED
@@ -88,7 +132,29 @@ def batch_discount(provider: str, *, prices_path: str | None = None) -> float:
 
 def cost_of(model: str | ModelSpec, prompt_tokens: int, completion_tokens: int, *, batch: bool = False,
             prices_path: str | None = None) -> float:
-    """Cost in USD of one call; NaN when the price is unknown."""
+    """Return the cost in USD of one call.
+
+    Parameters
+    ----------
+    model : str or ModelSpec
+        A model string (:func:`parse_model`).
+    prompt_tokens, completion_tokens : int
+        The call's usage.
+    batch : bool, default False
+        Price at the provider's batch discount.
+    prices_path : str, optional
+        The price table (YAML); default the project's ``data/prices.yaml``, else the toolkit's.
+
+    Returns
+    -------
+    float
+        The cost; NaN when the model has no price.
+
+    Examples
+    --------
+    >>> cost_of("openai/gpt-4o-mini@http://127.0.0.1:8000/v1", 1000, 200)
+    0.0
+    """
     spec = model if isinstance(model, ModelSpec) else parse_model(model)
     p = price_for(spec, prices_path=prices_path)
     if p is None:
@@ -161,12 +227,43 @@ def estimate_prompt_tokens(request: Request) -> int:
 
 @dataclass(frozen=True, slots=True)
 class CostEstimate:
-    """A cost estimate before a run. ``cost_usd`` is the typical worst case (prompts at ~3 characters a
-    token, every reply using max_tokens); ``cost_usd_low`` counts prompts only; ``cost_usd_max`` is the
-    proven ceiling the budget reserves (prompts at :func:`prompt_token_bound`, replies at max_tokens).
-    NaN when a model has no price (see ``note``). With a budget (``Client.estimate``), ``budget_usd``
-    and the budget's ``spent_usd`` (confirmed), ``reserved_usd`` (calls in flight) and
-    ``unconfirmed_usd`` (replies generated but lost, at their reserved cost) are filled in."""
+    """What running a list of requests would cost, before any call.
+
+    ``cost_usd`` is the typical worst case (prompts at about 3 characters a token, every reply using
+    ``max_tokens``); ``cost_usd_low`` counts prompts only; ``cost_usd_max`` is the proven ceiling the budget
+    reserves (prompts at :func:`~medeval_kit.llm.cost.prompt_token_bound`, replies at ``max_tokens``). The
+    costs are NaN when a model has no price (``note`` says which).
+
+    Parameters
+    ----------
+    n_requests : int
+        Requests given.
+    n_cached : int
+        Already in the cache (cost nothing).
+    n_to_call : int
+        Requests that would be sent.
+    prompt_tokens : int
+        Estimated prompt tokens of those.
+    max_completion_tokens : int
+        Their ``max_tokens``, summed.
+    cost_usd : float
+        The typical worst case.
+    cost_usd_low : float
+        Prompts only.
+    price_as_of : str
+        The date of the prices used.
+    note : str
+        Models without a price, and other caveats.
+    prompt_tokens_max : int
+        The proven prompt-token bound, summed.
+    cost_usd_max : float
+        The proven ceiling.
+    budget_usd : float, optional
+        With a budget (``Client.estimate``): its cap.
+    spent_usd, reserved_usd, unconfirmed_usd : float
+        The budget's state: confirmed spending, calls in flight, and replies generated but lost (at their
+        reserved cost).
+    """
 
     n_requests: int
     n_cached: int
@@ -214,13 +311,28 @@ def estimate_cost(requests: list[Request], *, model: str | None = None, cache: A
                   bound: Callable[[Request, ModelSpec], int] | None = None) -> CostEstimate:
     """Estimate what running ``requests`` would cost.
 
-    Args:
-        requests: the requests; those without a model use ``model``.
-        model: default model string.
-        cache: a :class:`~medeval_kit.llm.Cache`; cached requests cost nothing and are excluded.
-        batch: price at the providers' batch discount.
-        keys: the requests' cache keys when a client's options shape them (``Client.estimate``).
-        bound: ``(request, spec) -> prompt-token bound`` (default :func:`prompt_token_bound`).
+    Parameters
+    ----------
+    requests : list of Request
+        The requests; those without a model use ``model``.
+    model : str, optional
+        The default model string.
+    cache : Cache, optional
+        Cached requests cost nothing and are excluded.
+    batch : bool, default False
+        Price at the providers' batch discount.
+    prices_path : str, optional
+        The price table (YAML); default the project's ``data/prices.yaml``, else the toolkit's.
+    keys : list of str, optional
+        The requests' cache keys when a client's options shape them (``Client.estimate`` passes them).
+    bound : callable, optional
+        ``bound(request, spec) -> int``, the prompt-token bound; default
+        :func:`~medeval_kit.llm.cost.prompt_token_bound`.
+
+    Returns
+    -------
+    CostEstimate
+        Requests, cached, to call, tokens and the three cost figures.
     """
     given_keys = keys
     specs, keys = [], []

@@ -28,7 +28,12 @@ class MissingDependencyError(LLMError, ImportError):
 class CacheMissError(LLMError):
     """Replay mode found requests that are not in the cache.
 
-    ``missing`` lists ``(key, model, preview)`` tuples for every missing request.
+    Parameters
+    ----------
+    message : str
+        What is missing, for the user.
+    missing : list of (str, str, str), optional
+        ``(key, model, preview)`` of every missing request.
     """
 
     def __init__(self, message: str, missing: list[tuple[str, str, str]] | None = None) -> None:
@@ -41,14 +46,25 @@ class BudgetError(LLMError):
 
 
 class ProviderError(LLMError):
-    """A provider returned something unusable (malformed body, no choices).
+    """A provider returned something unusable (an error status, a malformed body, no choices).
 
-    ``retryable`` says whether trying again may help; ``retry_after`` is seconds or None.
-    ``status`` is the HTTP status of an error reply; ``broken_body`` marks a 200 whose body could not
-    be read (not JSON, not UTF-8, no choices): the reply was generated (and billed) but is unusable,
-    and the executor retries it at most once (a second one in a row ends the request). ``usage``:
-    ``(prompt_tokens, completion_tokens)`` when such a body still reports them (the attempt is then
-    counted at that cost; else at its ceiling, as unconfirmed).
+    Parameters
+    ----------
+    message : str
+        What went wrong (secrets redacted).
+    retryable : bool, default True
+        Whether trying again may help.
+    retry_after : float, optional
+        Seconds the server asked to wait, if it said.
+    status : int, optional
+        The HTTP status of an error reply.
+    broken_body : bool, default False
+        A 200 whose body could not be read (not JSON, not UTF-8, no choices): the reply was generated, and
+        billed, but is unusable; the executor retries it at most once (a second one in a row ends the
+        request).
+    usage : (int, int), optional
+        ``(prompt_tokens, completion_tokens)`` when such a body still reports them (the attempt is then
+        counted at that cost; else at its ceiling, as unconfirmed).
     """
 
     def __init__(self, message: str, *, retryable: bool = True, retry_after: float | None = None,

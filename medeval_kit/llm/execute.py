@@ -17,6 +17,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from medeval_kit.docstrings import shared_docs
+
 from . import secrets as _secrets
 from .budget import Budget
 from .cache import Cache
@@ -39,18 +41,75 @@ DEFAULT_TIMEOUT_S = 60.0
 
 
 def redact(text: str | None, extra_env: Sequence[str] = ()) -> str | None:
-    """Remove every form of every known API key from text (see :mod:`medeval_kit.llm.secrets`): the
-    values of the providers' variables, of every ``api_key_env=`` in use and of any ``*API_KEY``
-    variable, as set and stripped, repr'd, JSON-escaped or URL-encoded, their echoed prefixes and
-    masked tails, and ``sk-...`` tokens."""
+    """Remove every form of every known API key from a text.
+
+    The values of the providers' key variables, of every ``api_key_env=`` in use and of any ``*API_KEY``
+    variable are removed as set and stripped, repr'd, JSON-escaped or URL-encoded, with their echoed
+    prefixes and masked tails, and ``sk-...`` tokens (:mod:`medeval_kit.llm.secrets`).
+
+    Parameters
+    ----------
+    text : str or None
+        Any text that may reach a log, a cache, an error message or a notebook.
+    extra_env : sequence of str
+        Further environment variables whose values are secrets.
+
+    Returns
+    -------
+    str or None
+        The text with each secret replaced by a marker; ``None`` stays ``None``.
+    """
     return _secrets.redact(text, extra_env)
 
 
-class Client:
-    """Runs Requests against one model string, through the cache.
 
-    Use :func:`get_client` to build one. ``run(requests)`` returns Responses in request order;
-    ``last_run`` holds the :class:`RunStats` of the latest run.
+# The options Client and get_client share, written once for both docstrings
+_CLIENT_DOCS = {"client_options": """\
+model : str
+    ``<provider>/<name>`` for a registered provider (:func:`parse_model`): ``local/smollm2-135m``,
+    ``openai/gpt-4o``, ``anthropic/claude-3-5-sonnet-latest``, ``openai/<name>@http://host:port/v1``
+    (any OpenAI-compatible server) or ``replay/<provider>/<name>`` (answers from the cache only).
+cache_mode : {"use", "off", "replay", "refresh"}, default "use"
+    ``use`` reads and writes the cache, ``replay`` answers from it only (a miss raises
+    :class:`CacheMissError`), ``refresh`` calls again and overwrites, ``off`` bypasses it. The
+    environment variable ``MEDEVAL_CACHE_MODE`` overrides it for a whole process tree (``make test``
+    sets ``replay``, so no test or executed notebook can make a real call).
+cache_path : path-like, optional
+    The SQLite cache; default ``<project>/data/cache/llm.sqlite`` (:func:`default_cache_path`).
+concurrency : int, optional
+    Calls in flight per provider; default the provider's own (local 1, openai 32, anthropic 16).
+rpm, tpm : float, optional
+    Requests and tokens per minute per provider (:class:`RateLimiter`).
+budget_usd : float, optional
+    A hard spending cap in USD for the client's whole lifetime (every ``run``): a call is sent only
+    if spent + in flight + unconfirmed + its proven ceiling fit (:class:`Budget`).
+budget : Budget, optional
+    A budget shared by several clients (e.g. every client of one study run); give ``budget_usd`` or
+    ``budget``, not both. With ``MEDEVAL_RUN_ID`` and ``MEDEVAL_RUN_BUDGET_USD`` set (the study runner
+    sets them) the client also obeys the run's budget, shared by every process of the run."""}
+
+
+@shared_docs(**_CLIENT_DOCS)
+class Client:
+    """Runs requests against one model string, through the cache, within the rate limits and the budget.
+
+    Build one with :func:`get_client`. ``run(requests)`` returns :class:`Response` objects in request
+    order and keeps the :class:`RunStats` of the latest run in ``last_run``; ``estimate(requests)`` gives a
+    :class:`CostEstimate` before any call. An interrupted run resumes from the cache without paying twice.
+
+    Parameters
+    ----------
+    {client_options}
+    cache : Cache, optional
+        A cache object to use instead of opening ``cache_path``.
+    timeout : float, optional
+        Seconds per attempt; default 60.
+    max_retries : int, default 8
+        Retries after the first attempt (:class:`RetryPolicy`).
+    backoff_base, backoff_max : float, default 0.5 and 60.0
+        The exponential backoff's first step and ceiling, in seconds.
+    **provider_options
+        The provider's own options (see :func:`get_client`).
     """
 
     def __init__(self, model: str, *, cache_mode: str = "use", cache_path: str | os.PathLike | None = None,
@@ -226,37 +285,40 @@ class Client:
         return run_batch(self, requests, **kw)
 
 
+@shared_docs(**_CLIENT_DOCS)
 def get_client(model: str, *, cache_mode: str = "use", cache_path: str | os.PathLike | None = None,
                concurrency: int | None = None, rpm: float | None = None, tpm: float | None = None,
                budget_usd: float | None = None, budget: Budget | None = None, **options: Any) -> Client:
     """Build a :class:`Client` for a model string.
 
-    Args:
-        model: ``<provider>/<name>`` for a registered provider (see :mod:`medeval_kit.llm.registry`):
-            ``local/smollm2-135m``, ``openai/gpt-4o``, ``anthropic/claude-3-5-sonnet-latest``,
-            ``openai/<name>@http://host:port/v1`` (OpenAI-compatible server) or ``replay/<provider>/<name>``.
-        cache_mode: ``off``, ``use`` (default), ``replay`` or ``refresh``. The environment variable
-            ``MEDEVAL_CACHE_MODE`` overrides it for a whole process tree (``make test`` sets
-            ``replay``, so no test or executed notebook can make a real call).
-        cache_path: SQLite file; default ``<project>/data/cache/llm.sqlite``
-            (:func:`medeval_kit.paths.cache_path`; the project is ``$MEDEVAL_ROOT``, else the nearest
-            folder with ``medeval.toml``).
-        concurrency: calls in flight per provider (default: the provider's ``default_concurrency``:
-            local 1, openai 32, anthropic 16).
-        rpm, tpm: requests / tokens per minute per provider.
-        budget_usd: a hard spending cap in USD for this client's whole lifetime (every ``run``): a
-            call is sent only if spent + in flight + unconfirmed + its proven ceiling fit (see :class:`Budget`).
-        budget: a :class:`Budget` shared by several clients (e.g. every client of one study run);
-            give ``budget_usd`` or ``budget``, not both. With ``MEDEVAL_RUN_ID`` and
-            ``MEDEVAL_RUN_BUDGET_USD`` set (the study runner sets them), the client also uses the run's
-            budget, shared by every process of the run (:mod:`medeval_kit.llm.ledger`): both must allow a call.
-        **options: ``timeout`` (s, default 60), ``max_retries`` (8), ``backoff_base`` (0.5 s),
-            ``backoff_max`` (60 s), ``cache`` (a Cache object), and provider options
-            (``api_key_env``; ``schema_format`` = ``"json_schema"`` (default), ``"json_object"``,
-            ``"prompt"`` or ``"auto"``: the first of these an OpenAI-compatible server takes, found once
-            per endpoint and kept in the cache, the format used being in the cache key; ``base_url`` for
-            Anthropic; ``transport`` = ``"http"`` (default: JSON over httpx2) or ``"sdk"`` (through the
-            official SDK); ``n_pools`` (4 httpx2 pools, round-robin); ``n_ctx``, ``n_threads``).
+    Parameters
+    ----------
+    {client_options}
+    **options
+        ``timeout`` (seconds per attempt, default 60), ``max_retries`` (8), ``backoff_base`` (0.5 s),
+        ``backoff_max`` (60 s) (:class:`RetryPolicy`), ``cache`` (a :class:`Cache` object), and the
+        provider's options: ``api_key_env`` (the variable holding the key; keys are read from the
+        environment only and redacted everywhere), ``schema_format`` (``"json_schema"`` (default),
+        ``"json_object"``, ``"prompt"`` or ``"auto"``: the first one an OpenAI-compatible server takes,
+        found once per endpoint and kept in the cache), ``base_url`` (Anthropic), ``transport``
+        (``"http"``, the default, JSON over httpx; or ``"sdk"``, the official SDK), ``n_pools`` (4 HTTP
+        connection pools, round-robin), ``n_ctx`` and ``n_threads`` (the embedded model).
+
+    Returns
+    -------
+    Client
+        A client whose ``run(requests)`` returns one :class:`Response` per request, in order.
+
+    Raises
+    ------
+    LLMError
+        ``model`` is not a string or names no registered provider.
+
+    Examples
+    --------
+    >>> from medeval_kit.llm import get_client, Request
+    >>> client = get_client("local/smollm2-135m", cache_mode="replay")  # doctest: +SKIP
+    >>> [r.text for r in client.run([Request([{"role": "user", "content": "Hi"}])])]  # doctest: +SKIP
     """
     if not isinstance(model, str):
         raise LLMError(f"get_client: model must be a string, got {type(model).__name__}")

@@ -36,7 +36,15 @@ class _Bucket:
 
 
 class RateLimiter:
-    """Requests-per-minute and tokens-per-minute limits shared by the calls to one provider."""
+    """Requests-per-minute and tokens-per-minute limits shared by the calls to one provider.
+
+    Parameters
+    ----------
+    rpm : float, optional
+        Requests per minute; no limit when omitted.
+    tpm : float, optional
+        Tokens per minute (prompt bound plus ``max_tokens``); no limit when omitted.
+    """
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None) -> None:
         self.req = _Bucket(rpm) if rpm else None
@@ -116,17 +124,27 @@ class Slots:
 
 @dataclasses.dataclass
 class RetryPolicy:
-    """Retries: up to ``max_retries`` after the first attempt.
+    """When and how often a failed call is tried again.
 
-    When the server says when to come back (``Retry-After``/``retry-after-ms``), the delay is exactly
-    that (capped at ``retry_after_max``) plus a small jitter (up to 10% + ``retry_after_jitter``,
-    10 ms), so that calls told to wait together do not all return at once. Otherwise it is
-    uniform in [0, min(backoff_max, backoff_base * 2**i)] ("full jitter"), where ``i`` counts the
-    earlier failures of the request that came without a Retry-After, and the executor counts it
-    from the start of the failed attempt (an attempt that hung until it timed out has waited
-    already). Failures that will recur are not retried at all (see ``providers.failure``), and a
-    200 with an unreadable body (billed, unusable) at most once: a second one in a row ends the
-    request, and a request gets at most two in all.
+    When the server says when to come back (``Retry-After``/``retry-after-ms``), the delay is exactly that
+    (capped at ``retry_after_max``) plus a small jitter (up to 10% + ``retry_after_jitter``), so calls told to
+    wait together do not all return at once. Otherwise it is uniform in [0, min(backoff_max,
+    backoff_base * 2**i)] ("full jitter"), where ``i`` counts the request's earlier failures without a
+    Retry-After, counted from the start of the failed attempt. Failures that will recur are not retried, and
+    a 200 with an unreadable body (billed, unusable) at most once.
+
+    Parameters
+    ----------
+    max_retries : int, default 8
+        Retries after the first attempt.
+    backoff_base : float, default 0.5
+        Seconds of the first backoff step.
+    backoff_max : float, default 60.0
+        The backoff's ceiling in seconds.
+    retry_after_max : float, default 120.0
+        The longest server-requested wait honoured, in seconds.
+    retry_after_jitter : float, default 0.01
+        Seconds of jitter added to a server-requested wait, besides up to 10% of it.
     """
 
     max_retries: int = 8

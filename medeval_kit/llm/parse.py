@@ -73,10 +73,31 @@ def json_candidates(text: str) -> list[Any]:
 
 
 def extract_json(text: str) -> Any:
-    """The first JSON value in ``text`` (see :func:`json_candidates`); ``ValueError`` when there is none.
+    """Return the first JSON value in a text.
 
-    Nothing is invented: the value is exactly a JSON value present in the text. :func:`parse_reply`
-    with a schema does not take the first value blindly: it needs the values that validate to agree.
+    Nothing is invented: the value is exactly a JSON value present in the text (see
+    :func:`~medeval_kit.llm.parse.json_candidates`). :func:`parse_reply` with a schema does not take the
+    first value blindly: it needs the values that validate to agree.
+
+    Parameters
+    ----------
+    text : str
+        A model's reply.
+
+    Returns
+    -------
+    object
+        The first JSON value (dict, list, str, number, bool or None).
+
+    Raises
+    ------
+    ValueError
+        The text holds no JSON value.
+
+    Examples
+    --------
+    >>> extract_json('Verdict: {"winner": "A"} because ...')
+    {'winner': 'A'}
     """
     values = json_candidates(text)
     if not values:
@@ -123,19 +144,41 @@ def empty_reason(finish_reason: str | None = None) -> str:
 
 def parse_reply(text: str | None, schema: dict[str, Any] | None, *, finish_reason: str | None = None
                 ) -> tuple[Any, str, str | None]:
-    """Parse ``text`` against ``schema``; return ``(parsed, parse_status, parse_error)``. Never raises.
+    """Parse a reply against a schema; never raises.
 
     * ``text is None``: no reply at all (the call failed): ``(None, "missing", None)``.
     * empty or white-space text (OpenAI ``content: null``, an empty Anthropic message):
       ``(None, "failed", "empty reply (finish_reason=...)")``, with or without a schema.
     * no schema: ``(None, "ok", None)``.
-    * with a schema, the reply is ``ok`` only when exactly one of its JSON values (see
-      :func:`json_candidates`) validates, or all that validate are equal after canonicalisation
-      (key order, white space). Two or more different valid values are
-      ``"ambiguous: N candidate verdicts: v1 | v2 ..."``: a model that echoes the option list
-      (``{"verdict": "A"} or {"verdict": "B"}``) or shows an example before its answer is never read
-      as choosing the first one. No valid value: ``"not JSON: ..."`` or the first value's schema
-      violation.
+    * with a schema, the reply is ``ok`` only when exactly one of its JSON values validates, or all that
+      validate are equal after canonicalisation (key order, white space). Two or more different valid
+      values are ``"ambiguous: N candidate verdicts: v1 | v2 ..."``: a model that echoes the option list
+      (``{"verdict": "A"} or {"verdict": "B"}``) or shows an example before its answer is never read as
+      choosing the first one. No valid value: ``"not JSON: ..."`` or the first value's schema violation.
+
+    Parameters
+    ----------
+    text : str or None
+        The reply.
+    schema : dict or None
+        A JSON schema.
+    finish_reason : str, optional
+        Why generation stopped; named in the error of an empty reply.
+
+    Returns
+    -------
+    parsed : object
+        The valid value, or ``None``.
+    parse_status : {"ok", "failed", "missing"}
+        The outcome.
+    parse_error : str or None
+        Why it failed.
+
+    Examples
+    --------
+    >>> schema = {"type": "object", "properties": {"v": {"enum": ["A", "B"]}}, "required": ["v"]}
+    >>> parse_reply('{"v": "A"} or {"v": "B"}', schema)[1:]
+    ('failed', 'ambiguous: 2 candidate verdicts: {"v":"A"} | {"v":"B"}')
     """
     if text is None:
         return None, "missing", None
@@ -165,20 +208,28 @@ def parse_reply(text: str | None, schema: dict[str, Any] | None, *, finish_reaso
 
 def reparse(cache, parser: Callable[[str], Any] | None = None, *, schema: dict[str, Any] | None = None,
             model: str | None = None, keys: Iterable[str] | None = None):
-    """Re-apply a parser to the raw outputs stored in ``cache``; makes no call.
+    """Re-apply a parser to the raw outputs stored in a cache; makes no call.
 
-    Args:
-        cache: a :class:`~medeval_kit.llm.Cache` (or a path to the SQLite file).
-        parser: ``parser(text) -> value``; raising any exception marks the row ``"failed"``.
-            When ``None``, :func:`parse_reply` is used with ``schema`` (or each request's own schema),
-            under the same rules as a live run (ambiguous replies fail). An empty stored reply is
-            ``failed`` with ``"empty reply (finish_reason=...)"`` and never reaches ``parser``.
-        schema: validate the parser's output against this schema.
-        model: only entries of this ``provider/name``.
-        keys: only these cache keys.
+    Parameters
+    ----------
+    cache : Cache or path-like
+        The cache, or its SQLite file.
+    parser : callable, optional
+        ``parser(text) -> value``; raising any exception marks the row ``"failed"``. When ``None``,
+        :func:`parse_reply` is used with ``schema`` (or each request's own schema), under the same rules as
+        a live run (ambiguous replies fail). An empty stored reply is ``failed`` with
+        ``"empty reply (finish_reason=...)"`` and never reaches ``parser``.
+    schema : dict, optional
+        Validate the parser's output against this schema.
+    model : str, optional
+        Only the entries of this ``provider/name``.
+    keys : iterable of str, optional
+        Only these cache keys.
 
-    Returns:
-        A DataFrame with ``key, provider, model, repeat, text, parsed, parse_status, parse_error``.
+    Returns
+    -------
+    DataFrame
+        ``key, provider, model, repeat, text, parsed, parse_status, parse_error``, one row per entry.
     """
     import pandas as pd
 

@@ -26,7 +26,19 @@ ROLES = ("system", "user", "assistant")
 # --------------------------------------------------------------------------- model strings
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
-    """A parsed model string ``[replay/]provider/name[@base_url]``."""
+    """A parsed model string ``[replay/]provider/name[@base_url]``.
+
+    Parameters
+    ----------
+    provider : str
+        The registered provider, e.g. ``openai``.
+    name : str
+        The model's name at that provider.
+    base_url : str, optional
+        An OpenAI-compatible server's address (``...@http://host:port/v1``).
+    replay : bool, default False
+        Answers come from the cache only.
+    """
 
     provider: str
     name: str
@@ -49,10 +61,30 @@ class ModelSpec:
 
 
 def parse_model(model: str) -> ModelSpec:
-    """Parse a model string: ``<provider>/<name>`` for any registered provider (see
-    :mod:`medeval_kit.llm.registry`), e.g. ``local/smollm2-135m``, ``openai/gpt-4o``,
-    ``anthropic/claude-3-5-sonnet-latest``; ``openai/<name>@http://host:port/v1`` (any
-    OpenAI-compatible server) and ``replay/<provider>/<name>`` (answers from the cache only).
+    """Parse a model string.
+
+    Parameters
+    ----------
+    model : str
+        ``<provider>/<name>`` for any registered provider (:mod:`medeval_kit.llm.registry`), e.g.
+        ``local/smollm2-135m``, ``openai/gpt-4o``, ``anthropic/claude-3-5-sonnet-latest``;
+        ``openai/<name>@http://host:port/v1`` (any OpenAI-compatible server) and ``replay/<provider>/<name>``
+        (answers from the cache only).
+
+    Returns
+    -------
+    ModelSpec
+        The parsed string.
+
+    Raises
+    ------
+    LLMError
+        The string has no provider part or names no registered provider.
+
+    Examples
+    --------
+    >>> parse_model("openai/gpt-4o-mini@http://127.0.0.1:8000/v1").base_url
+    'http://127.0.0.1:8000/v1'
     """
     if not isinstance(model, str) or not model.strip():
         raise UnknownModelError(f"model must be a string such as 'openai/gpt-4o', got {model!r}")
@@ -94,14 +126,30 @@ def _canon_float(x: float | None) -> float | None:
 class Request:
     """One chat call.
 
-    Args:
-        messages: ``[{"role": "system"|"user"|"assistant", "content": str}, ...]``.
-        model: model string (see :func:`parse_model`); ``None`` means "the client's model".
-        temperature, max_tokens, top_p, stop, seed: sampling parameters (all in the cache key).
-        schema: optional JSON schema; the reply is then parsed and validated into ``parsed``.
-        repeat: repeat index; different repeats are different samples with different keys.
-        extra: further provider parameters (in the key), e.g. ``{"presence_penalty": 0.5}``.
-        metadata: free data carried to the Response (item ids...). NOT in the cache key.
+    Parameters
+    ----------
+    messages : list of dict
+        ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``.
+    model : str, optional
+        A model string (:func:`parse_model`); ``None`` means the client's model.
+    temperature : float, default 0.0
+        Sampling temperature (in the cache key, like every sampling parameter).
+    max_tokens : int, default 512
+        The reply's token limit; also what the budget reserves for it.
+    schema : dict, optional
+        A JSON schema; the reply is then parsed and validated into ``Response.parsed``.
+    repeat : int, default 0
+        Repeat index; different repeats are different samples with different keys.
+    seed : int, default 0
+        Sampling seed passed to providers that take one.
+    top_p : float, optional
+        Nucleus sampling.
+    stop : list of str, optional
+        Stop sequences.
+    extra : dict
+        Further provider parameters (in the key), e.g. ``{"presence_penalty": 0.5}``.
+    metadata : dict
+        Free data carried to the Response (item ids ...); not in the cache key.
     """
 
     messages: list[dict[str, Any]]
@@ -190,13 +238,47 @@ def canonical_key(canon: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- Response
 @dataclass(slots=True)
 class Response:
-    """The outcome of one Request (from a provider or the cache).
+    """The outcome of one :class:`Request`, from a provider or the cache.
 
-    ``parse_status`` is ``"ok"`` (text present and, if a schema was given, exactly one valid JSON
-    value in it, or several equal ones), ``"failed"`` (see ``parse_error``: not valid for the schema,
-    ambiguous, or an empty reply, whose ``text`` is ``""``; ``text`` is kept) or ``"missing"``
-    (no text: the call failed, see ``error``). ``cache_error`` is set when the reply was received
-    (and paid for) but could not be written to the cache: it is returned all the same.
+    Parameters
+    ----------
+    text : str or None
+        The reply; ``None`` when the call failed (see ``error``), ``""`` for an empty reply.
+    parsed : object
+        The JSON value read from the reply when the request had a schema.
+    parse_status : {"ok", "failed", "missing"}
+        ``ok``: text present and, with a schema, exactly one valid JSON value in it (or several equal
+        ones); ``failed``: see ``parse_error`` (not valid for the schema, ambiguous, or empty), the text
+        is kept; ``missing``: no text, the call failed.
+    error : str, optional
+        Why the call failed.
+    usage : dict of str to int
+        ``prompt_tokens`` and ``completion_tokens``.
+    cost_usd : float
+        What the reply cost (0 from the cache).
+    latency_s : float
+        Seconds from sending to the reply.
+    provider, model : str
+        Who answered.
+    key : str
+        The cache key.
+    cached : bool
+        Whether the reply came from the cache.
+    request : Request, optional
+        The request answered.
+    parse_error : str, optional
+        Why parsing failed.
+    finish_reason : str, optional
+        Why generation stopped.
+    response_id : str, optional
+        The provider's id of the reply.
+    attempts : int
+        Attempts made (retries + 1).
+    created_utc : str, optional
+        When the reply was first received (kept in the cache).
+    cache_error : str, optional
+        Set when the reply was received, and paid for, but could not be written to the cache; it is
+        returned all the same.
     """
 
     text: str | None
@@ -240,7 +322,20 @@ class Response:
 
 
 def to_frame(responses: list[Response]):
-    """A tidy DataFrame, one row per response (metadata keys become columns)."""
+    """Return responses as a tidy table.
+
+    Parameters
+    ----------
+    responses : list of Response
+        The responses of a run.
+
+    Returns
+    -------
+    DataFrame
+        One row per response: the request's metadata keys first, then ``key, provider, model, repeat,
+        text, parsed, parse_status, parse_error, error, prompt_tokens, completion_tokens, cost_usd,
+        latency_s, cached, attempts, finish_reason``.
+    """
     import pandas as pd
 
     return pd.DataFrame([r.to_dict() for r in responses])
@@ -251,15 +346,49 @@ def to_frame(responses: list[Response]):
 class RunStats:
     """What one ``Client.run`` did.
 
-    ``cost_usd`` is what the run's delivered replies cost (their reported usage), plus replies that were
-    billed but unusable (a 200 without choices) when they still reported their usage. ``unconfirmed_usd``
-    is the reserved (upper-bound) cost of the ``n_unconfirmed`` attempts whose reply may have been
-    generated, and billed, but never arrived (a timeout after sending, a reset mid-body, a broken
-    body). With a budget, ``budget_usd`` is its cap and ``budget_spent_usd``, ``reserved_usd`` (calls
-    in flight, of other clients sharing it) and ``budget_unconfirmed_usd`` its state after the run,
-    over the budget's whole lifetime; ``budget_note`` says why it stopped sending, if it did.
-    ``n_not_stored`` replies could not be written to the cache (see ``Response.cache_error``);
-    ``n_from_peers`` were answered by another process that held the lease on the same request.
+    Parameters
+    ----------
+    n : int
+        Requests.
+    n_cached : int
+        Answered from the cache.
+    n_failed : int
+        Failed calls (no text).
+    n_parse_failed : int
+        Replies that did not parse.
+    prompt_tokens, completion_tokens : int
+        Tokens of the calls made.
+    cost_usd : float
+        What the delivered replies cost (their reported usage), plus replies that were billed but
+        unusable when they still reported their usage.
+    wall_s : float
+        Wall time of the run.
+    n_called : int
+        Calls sent.
+    n_retries : int
+        Retries.
+    n_skipped_budget : int
+        Requests the budget refused.
+    n_duplicates : int
+        Requests identical to an earlier one in the same run (answered once).
+    model : str
+        The client's model.
+    unconfirmed_usd : float
+        The reserved (upper-bound) cost of the ``n_unconfirmed`` attempts whose reply may have been
+        generated, and billed, but never arrived (a timeout after sending, a reset mid-body, a broken body).
+    n_unconfirmed : int
+        Those attempts.
+    budget_usd : float, optional
+        The budget's cap.
+    budget_spent_usd, budget_unconfirmed_usd, reserved_usd : float
+        The budget's state after the run, over its whole lifetime (``reserved_usd``: calls in flight of
+        other clients sharing it).
+    budget_note : str, optional
+        Why the budget stopped sending, if it did.
+    n_not_stored : int
+        Replies that could not be written to the cache (see ``Response.cache_error``).
+    n_from_peers : int
+        Requests answered by another process that held the lease on the same request.
     """
 
     n: int

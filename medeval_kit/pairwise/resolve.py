@@ -52,8 +52,11 @@ from collections.abc import Collection, Iterable
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import SchemaError
 
+from ._columns import columns_compat
 from .slots import MODEL_LABELS, ORDERS, neutral_label, polarity_series
 
 __all__ = ["POLICIES", "CALIBRATED_POLICIES", "MARGIN_SOURCES", "majority_over_repeats", "resolve_orders",
@@ -83,17 +86,15 @@ def _check_labels(df: pd.DataFrame, column: str, allowed: Iterable[str], table: 
 
 
 # --------------------------------------------------------------------------- repeats
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "verdict", "parse_status", "polarity")
 def majority_over_repeats(
     df: pd.DataFrame,
     *,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    verdict: str = "verdict",
-    parse_status: str | None = "parse_status",
     reversed_criteria: Collection[str] | None = None,
     polarity: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Return one row per (item, judge, criterion, order): the majority verdict over the repeats.
 
@@ -101,9 +102,34 @@ def majority_over_repeats(
     (e.g. 3 different votes) the neutral label (``tie``; ``neither`` for reversed criteria) is taken
     if it was among the top votes, the other neutral label next, else the verdict is NA
     (``no_majority=True``). This is Longform-MedQA's ``get_majority_vote`` without its coin flip.
-    Columns: the keys, ``verdict``, ``n_repeats``, ``n_ok``, ``n_failed``, ``unanimous`` (all ok
-    repeats agree), ``no_majority``, ``repeat_policy="majority"``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Pairwise judgments in model terms: ``item, judge, criterion, order, verdict`` (A/B/tie/neither)
+        and optionally ``parse_status`` (calls other than ``"ok"`` are failed).
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse, e.g. harmfulness); their neutral label is
+        ``neither``.
+    polarity : str, optional
+        Name of a column holding each row's polarity (+1 / -1); overrides ``reversed_criteria``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        The keys, ``verdict``, ``n_repeats``, ``n_ok``, ``n_failed``, ``unanimous`` (all ok repeats
+        agree), ``no_majority``, ``polarity`` and ``repeat_policy="majority"``.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> m = majority_over_repeats(synthetic_pairwise(n_items=5, repeats=3, seed=0))
+    >>> sorted(m["n_repeats"].unique().tolist())
+    [3]
     """
+    item, judge, criterion, order, verdict, parse_status = (
+        "item", "judge", "criterion", "order", "verdict", "parse_status")
     d = df.copy()
     d["_pol"] = polarity_series(d, criterion, reversed_criteria, polarity)
     d["_ok"] = _ok_mask(d, verdict, parse_status)
@@ -150,29 +176,58 @@ def _resolve(v1, v2, policy: str, pol: int) -> tuple[object, str]:
     return lab, f"inconsistent->{lab}"
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "verdict", "parse_status", "polarity")
 def resolve_orders(
     df: pd.DataFrame,
     policy: str = "drop",
     *,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    verdict: str = "verdict",
-    parse_status: str | None = "parse_status",
     reversed_criteria: Collection[str] | None = None,
     polarity: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Combine the ``AB`` and ``BA`` verdicts (model terms) of each (item, judge, criterion).
 
     ``df`` holds one verdict per order; if it has repeats (several rows per order) they are first
-    reduced with :func:`majority_over_repeats`. Returns one row per pair with ``verdict_ab``,
-    ``verdict_ba``, ``consistent`` (NA when an order failed), the resolved ``verdict``,
-    ``resolution`` (``agree``, ``dropped``, ``inconsistent->tie``, ``inconsistent->neither``,
-    ``failed`` - an order has no parsed call or is absent - or ``no_majority`` - an order's repeats
-    had no majority), ``n_failed`` (failed calls) and ``policy``. Dropped and failed pairs keep a row with
-    verdict NA so that they are counted; filter with ``out[out.verdict.notna()]``.
+    reduced with :func:`majority_over_repeats`. Dropped and failed pairs keep a row with verdict NA
+    so that they are counted; filter with ``out[out.verdict.notna()]``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Pairwise judgments in model terms: ``item, judge, criterion, order`` (AB/BA), ``verdict``
+        (A/B/tie/neither) and optionally ``parse_status``.
+    policy : {"drop", "tie", "neither", "neutral"}, default "drop"
+        What an inconsistent pair (the two orders disagree) becomes (:data:`POLICIES`).
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse); ``neutral`` gives them ``neither``.
+    polarity : str, optional
+        Name of a column holding each row's polarity (+1 / -1); overrides ``reversed_criteria``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per (item, judge, criterion): ``verdict_ab``, ``verdict_ba``, ``consistent`` (NA when
+        an order failed), the resolved ``verdict``, ``resolution`` (``agree``, ``dropped``,
+        ``inconsistent->tie``, ``inconsistent->neither``, ``failed`` - an order has no parsed call or is
+        absent - or ``no_majority``), ``n_failed`` (failed calls), ``missing_order``, ``polarity`` and
+        ``policy``.
+
+    Raises
+    ------
+    SchemaError
+        A column is missing, or a verdict or order is not in the pairwise vocabulary.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> out = resolve_orders(synthetic_pairwise(n_items=20, seed=0), "tie")
+    >>> set(out["resolution"]) <= {"agree", "inconsistent->tie", "failed", "no_majority"}
+    True
     """
+    item, judge, criterion, order, verdict = "item", "judge", "criterion", "order", "verdict"
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}; got {policy!r}")
     need = [item, judge, criterion, order, verdict]
@@ -186,9 +241,7 @@ def resolve_orders(
     if bad.any():
         raise SchemaError("judgments", order, [int(i) for i in np.flatnonzero(bad)],
                           f"order must be one of {ORDERS}; found {sorted(set(d.loc[bad, order]))[:5]}")
-    maj = majority_over_repeats(d, item=item, judge=judge, criterion=criterion, order=order,
-                                verdict=verdict, parse_status=parse_status,
-                                reversed_criteria=reversed_criteria, polarity=polarity)
+    maj = majority_over_repeats(d, reversed_criteria=reversed_criteria, polarity=polarity)
     keys = [item, judge, criterion]
     wide = maj.pivot(index=keys, columns=order, values=verdict).reindex(columns=list(ORDERS))
     present = maj.assign(_p=True).pivot(index=keys, columns=order, values="_p").reindex(columns=list(ORDERS))
@@ -223,26 +276,50 @@ def resolve_orders(
                        "missing_order", "polarity", "policy"]]
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "verdict", "polarity")
 def merge_judges(
     resolved: pd.DataFrame,
     judges: tuple[str, str] | list[str],
     policy: str = "neutral",
     *,
     name: str | None = None,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    verdict: str = "verdict",
     reversed_criteria: Collection[str] | None = None,
-    polarity: str | None = "polarity",
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Merge two judges' resolved verdicts into one: keep agreement, resolve disagreement by ``policy``.
 
     Longform-MedQA merges GPT-4o and Claude with the ``neutral`` rule. If either judge has no
-    verdict (dropped or failed) the merged verdict is NA with ``resolution="failed"``. Returns one
-    row per (item, criterion) with ``verdict_<judge>`` columns, ``verdict``, ``resolution``,
-    ``judge=name`` (default ``"j1+j2"``) and ``merge_policy``.
+    verdict (dropped or failed) the merged verdict is NA with ``resolution="failed"``.
+
+    Parameters
+    ----------
+    resolved : DataFrame
+        One verdict per (item, judge, criterion), e.g. from :func:`resolve_orders`; a ``polarity`` column
+        (+1 / -1), when present, gives each row's polarity.
+    judges : pair of str
+        The two judges to merge.
+    policy : {"drop", "tie", "neither", "neutral"}, default "neutral"
+        What a disagreement becomes (:data:`POLICIES`).
+    name : str, optional
+        The merged judge's name; default ``"<judge1>+<judge2>"``.
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse); ``neutral`` gives them ``neither``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per (item, criterion): ``verdict_<judge>`` for each judge, ``verdict``, ``resolution``,
+        ``judge`` (the merged name) and ``merge_policy``.
+
+    Raises
+    ------
+    SchemaError
+        A judge is not in the table.
     """
+    item, judge, criterion, verdict, polarity = "item", "judge", "criterion", "verdict", "polarity"
     if policy not in POLICIES:
         raise ValueError(f"policy must be one of {POLICIES}; got {policy!r}")
     judges = list(judges)
@@ -277,27 +354,62 @@ def merge_judges(
     return pd.DataFrame(rows)
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "verdict", "parse_status", "repeat", "score_a", "score_b",
+               "polarity")
 def resolve_pairwise(
     df: pd.DataFrame,
     policy: str = "neutral",
     *,
     merge: tuple[str, str] | None = None,
     merge_policy: str | None = None,
-    **columns,
+    columns: Columns = None,
+    **options,
 ) -> pd.DataFrame:
     """Majority over repeats, then :func:`resolve_orders`, then optionally :func:`merge_judges`.
 
     The Longform-MedQA pipeline is ``resolve_pairwise(df, "neutral", merge=("gpt-4o", "claude"),
     reversed_criteria={"harmfulness", "bias"})``. A policy of :data:`CALIBRATED_POLICIES` goes to
     :func:`resolve_calibrated` instead of :func:`resolve_orders` (merging then defaults to ``neutral``).
+
+    Parameters
+    ----------
+    df : DataFrame
+        Pairwise judgments in model terms (see :func:`resolve_orders`; the calibrated policies also
+        read ``repeat`` and, when present, ``score_a``/``score_b``).
+    policy : str, default "neutral"
+        A policy of :data:`POLICIES` or :data:`CALIBRATED_POLICIES`.
+    merge : pair of str, optional
+        Two judges to merge with :func:`merge_judges` after resolving.
+    merge_policy : str, optional
+        The merge's policy; default ``policy`` (``"neutral"`` after a calibrated policy).
+    {columns}
+    **options
+        Passed on to :func:`resolve_orders` or :func:`resolve_calibrated` (``reversed_criteria``,
+        ``polarity``, ``margin``, ``tie_margin``, ``mec_order``).
+
+    Returns
+    -------
+    DataFrame
+        The table of :func:`resolve_orders` or :func:`resolve_calibrated`; of :func:`merge_judges` when
+        ``merge`` is given.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> df = synthetic_pairwise(n_items=10, judges=("g", "c"), seed=0)
+    >>> out = resolve_pairwise(df, "neutral", merge=("g", "c"))
+    >>> out["judge"].unique().tolist()
+    ['g+c']
     """
     if policy in CALIBRATED_POLICIES:
-        res = resolve_calibrated(df, policy, **columns)
+        res = resolve_calibrated(df, policy, **options)
     else:
-        res = resolve_orders(df, policy, **columns)
+        res = resolve_orders(df, policy, **options)
     if merge is None:
         return res
-    keep = {k: v for k, v in columns.items() if k in ("item", "judge", "criterion", "verdict", "reversed_criteria")}
+    keep = {k: v for k, v in options.items() if k == "reversed_criteria"}
     return merge_judges(res, merge, merge_policy or (policy if policy in POLICIES else "neutral"), **keep)
 
 
@@ -334,6 +446,18 @@ def _call_margins(df: pd.DataFrame, source: str, verdict: str, score_a: str, sco
 def position_entropy(p_a, p_b, p_tie) -> np.ndarray:
     """The entropy (natural log, nats) of the A-win / tie / B-win shares; 0 log 0 = 0, max ln 3.
 
+    Parameters
+    ----------
+    p_a, p_b, p_tie : float or array-like
+        The shares of calls won by A, won by B and tied (aligned arrays or scalars).
+
+    Returns
+    -------
+    ndarray
+        The entropy per element; NaN where a share is NaN.
+
+    Examples
+    --------
     >>> float(position_entropy(0.5, 0.5, 0.0)) == float(np.log(2))
     True
     """
@@ -344,34 +468,56 @@ def position_entropy(p_a, p_b, p_tie) -> np.ndarray:
     return np.where(np.isnan(p).any(0), np.nan, out)
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "repeat", "verdict", "score_a", "score_b", "parse_status", "polarity")
 def mean_over_repeats(
     df: pd.DataFrame,
     *,
     samples: str = "all",
     margin: str = "auto",
     tie_margin: float = 0.0,
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    repeat: str = "repeat",
-    verdict: str = "verdict",
-    score_a: str = "score_a",
-    score_b: str = "score_b",
-    parse_status: str | None = "parse_status",
     reversed_criteria: Collection[str] | None = None,
     polarity: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Return one row per (item, judge, criterion, order): the mean margin of A over the parsed repeats (MEC).
 
-    ``samples="all"`` averages every repeat (Multiple Evidence Calibration over k samples);
-    ``"first"`` keeps only the lowest ``repeat`` of each order (one call, the uncalibrated judge).
-    The margin of a call is ``score_a - score_b`` or its vote (``margin``, see :data:`MARGIN_SOURCES`).
+    The margin of a call is ``score_a - score_b`` or its vote (A = +1, B = -1, tie/neither = 0).
     ``verdict`` is ``A`` when the mean margin exceeds ``tie_margin``, ``B`` below ``-tie_margin``, else
-    the neutral label (tie; neither for reversed criteria); NA when no repeat parsed. Columns: the keys,
-    ``margin``, ``verdict``, ``n_win_a``, ``n_win_b``, ``n_tie`` (calls by the sign of their margin),
-    ``n_repeats``, ``n_ok``, ``n_failed``, ``polarity``, ``margin_source``, ``repeat_policy``.
+    the neutral label (tie; neither for reversed criteria); NA when no repeat parsed.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Pairwise calls: ``item, judge, criterion, order``, ``repeat`` (needed for ``samples="first"``),
+        ``verdict`` and/or ``score_a``/``score_b``, optionally ``parse_status``.
+    samples : {"all", "first"}, default "all"
+        ``"all"`` averages every repeat (Multiple Evidence Calibration over k samples); ``"first"``
+        keeps only the lowest ``repeat`` of each order (one call, the uncalibrated judge).
+    margin : {"auto", "scores", "verdicts"}, default "auto"
+        Where a call's margin comes from (:data:`MARGIN_SOURCES`); ``auto`` uses the scores when present.
+    tie_margin : float, default 0.0
+        Mean margins within ``+-tie_margin`` are the neutral label.
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse); their neutral label is ``neither``.
+    polarity : str, optional
+        Name of a column holding each row's polarity (+1 / -1); overrides ``reversed_criteria``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        The keys, ``margin``, ``verdict``, ``n_win_a``, ``n_win_b``, ``n_tie`` (calls by the sign of their
+        margin), ``n_repeats``, ``n_ok``, ``n_failed``, ``polarity``, ``margin_source``, ``repeat_policy``.
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing, or a verdict is outside the pairwise vocabulary.
     """
+    item, judge, criterion, order, repeat, verdict = "item", "judge", "criterion", "order", "repeat", "verdict"
+    score_a, score_b, parse_status = "score_a", "score_b", "parse_status"
     if samples not in ("all", "first"):
         raise ValueError(f"samples must be 'all' or 'first'; got {samples!r}")
     need = [item, judge, criterion, order] + ([repeat] if samples == "first" else [])
@@ -412,6 +558,9 @@ def _margin_verdict(margin: pd.Series, pol: pd.Series, tie_margin: float) -> pd.
     return pd.Series(np.where(np.isnan(m), None, lab), index=margin.index, dtype=object)
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "judge", "criterion", "order", "repeat", "verdict", "score_a", "score_b", "parse_status", "polarity")
 def resolve_calibrated(
     df: pd.DataFrame,
     policy: str = "mec_bpc",
@@ -419,31 +568,59 @@ def resolve_calibrated(
     margin: str = "auto",
     tie_margin: float = 0.0,
     mec_order: str = "AB",
-    item: str = "item",
-    judge: str = "judge",
-    criterion: str = "criterion",
-    order: str = "order",
-    repeat: str = "repeat",
-    verdict: str = "verdict",
-    score_a: str = "score_a",
-    score_b: str = "score_b",
-    parse_status: str | None = "parse_status",
     reversed_criteria: Collection[str] | None = None,
     polarity: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """One verdict per (item, judge, criterion) by a calibrated policy of :data:`CALIBRATED_POLICIES`.
 
     ``mec``: the mean margin over the repeats of ``mec_order``; ``bpc``: the first repeat of each
     order, the two margins averaged; ``mec_bpc``: every repeat, each order's mean margin averaged.
     The verdict is ``A`` / ``B`` when the (balanced) margin is above ``tie_margin`` / below its negative,
-    else the neutral label (tie; neither for reversed criteria). Returns ``margin_ab``, ``margin_ba``,
-    ``verdict_ab``, ``verdict_ba`` (per order, over the calls the policy uses), ``margin``, the shares
-    ``p_a``, ``p_b``, ``p_tie`` of calls won by A / B / tied (each order weighted equally), ``entropy``
-    (their BPDE, nats; NaN when no call parsed), ``verdict``, ``resolution`` (``calibrated``; ``failed``
-    when an order the policy needs has no parsed call), ``n_calls``, ``n_ok``, ``n_failed``,
-    ``missing_order``, ``polarity``, ``margin_source`` and ``policy``. Failed pairs keep a row with
-    verdict NA, so they are counted.
+    else the neutral label (tie; neither for reversed criteria). Failed pairs keep a row with verdict
+    NA, so they are counted.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Pairwise calls (see :func:`mean_over_repeats`).
+    policy : {"mec", "bpc", "mec_bpc"}, default "mec_bpc"
+        The calibrated policy.
+    margin : {"auto", "scores", "verdicts"}, default "auto"
+        Where a call's margin comes from (:data:`MARGIN_SOURCES`).
+    tie_margin : float, default 0.0
+        Margins within ``+-tie_margin`` are the neutral label.
+    mec_order : {"AB", "BA"}, default "AB"
+        The order whose repeats ``mec`` averages.
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse); their neutral label is ``neither``.
+    polarity : str, optional
+        Name of a column holding each row's polarity (+1 / -1); overrides ``reversed_criteria``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per (item, judge, criterion): ``verdict_ab``, ``verdict_ba``, ``margin_ab``, ``margin_ba``
+        (per order, over the calls the policy uses), ``margin``, the shares ``p_a``, ``p_b``, ``p_tie`` of
+        calls won by A / B / tied (each order weighted equally), ``entropy`` (their BPDE, nats; NaN when
+        no call parsed), ``verdict``, ``resolution`` (``calibrated``; ``failed`` when an order the policy
+        needs has no parsed call), ``n_calls``, ``n_ok``, ``n_failed``, ``missing_order``, ``polarity``,
+        ``margin_source`` and ``policy``.
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing, or an order is not AB/BA.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> out = resolve_calibrated(synthetic_pairwise(n_items=10, repeats=3, seed=0), "mec_bpc")
+    >>> out["resolution"].unique().tolist()
+    ['calibrated']
     """
+    item, judge, criterion, order, verdict = "item", "judge", "criterion", "order", "verdict"
     if policy not in CALIBRATED_POLICIES:
         raise ValueError(f"policy must be one of {CALIBRATED_POLICIES}; got {policy!r}")
     mo = str(mec_order).upper()
@@ -458,9 +635,7 @@ def resolve_calibrated(
         raise SchemaError("judgments", order, [int(i) for i in np.flatnonzero(bad)],
                           f"order must be one of {ORDERS}; found {sorted(set(d.loc[bad, order]))[:5]}")
     per = mean_over_repeats(d, samples="first" if policy == "bpc" else "all", margin=margin,
-                            tie_margin=tie_margin, item=item, judge=judge, criterion=criterion, order=order,
-                            repeat=repeat, verdict=verdict, score_a=score_a, score_b=score_b,
-                            parse_status=parse_status, reversed_criteria=reversed_criteria, polarity=polarity)
+                            tie_margin=tie_margin, reversed_criteria=reversed_criteria, polarity=polarity)
     keys = [item, judge, criterion]
     idx = per.groupby(keys, sort=True).agg(n_calls=("n_repeats", "sum"), n_ok=("n_ok", "sum"),
                                             n_failed=("n_failed", "sum"), polarity=("polarity", "first"))

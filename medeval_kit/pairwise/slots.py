@@ -40,6 +40,25 @@ def unswap(slot_verdict, order):
     Works on scalars and on aligned pandas Series / arrays (returns a Series then). NA stays NA,
     ``tie`` and ``neither`` are unchanged.
 
+    Parameters
+    ----------
+    slot_verdict : str or array-like
+        ``first``, ``second``, ``tie`` or ``neither`` (any case).
+    order : str or array-like
+        The presentation order: ``AB`` (A shown first) or ``BA``.
+
+    Returns
+    -------
+    str or None or Series
+        The verdict in model terms (A/B/tie/neither); a Series for array input.
+
+    Raises
+    ------
+    ValueError
+        An unknown slot verdict or order.
+
+    Examples
+    --------
     >>> unswap("first", "AB"), unswap("first", "BA"), unswap("second", "BA"), unswap("tie", "BA")
     ('A', 'B', 'A', 'tie')
     """
@@ -58,6 +77,25 @@ def unswap(slot_verdict, order):
 def to_slot(verdict, order):
     """Map a model-terms verdict to presented-slot terms (inverse of :func:`unswap`).
 
+    Parameters
+    ----------
+    verdict : str or array-like
+        ``A``, ``B``, ``tie`` or ``neither``.
+    order : str or array-like
+        The presentation order: ``AB`` (A shown first) or ``BA``.
+
+    Returns
+    -------
+    str or None or Series
+        The verdict in slot terms (first/second/tie/neither); a Series for array input.
+
+    Raises
+    ------
+    ValueError
+        An unknown verdict or order.
+
+    Examples
+    --------
     >>> to_slot("A", "BA"), to_slot("B", "BA"), to_slot("tie", "AB")
     ('second', 'first', 'tie')
     """
@@ -75,22 +113,90 @@ def to_slot(verdict, order):
 
 
 def mirror_slot(slot_verdict: str) -> str:
-    """The slot verdict that means the same model choice in the swapped order (first <-> second)."""
+    """The slot verdict that means the same model choice in the swapped order (first <-> second).
+
+    Parameters
+    ----------
+    slot_verdict : str
+        ``first``, ``second``, ``tie`` or ``neither``.
+
+    Returns
+    -------
+    str
+        ``second`` for ``first`` and back; ``tie`` and ``neither`` unchanged.
+
+    Examples
+    --------
+    >>> mirror_slot("first")
+    'second'
+    """
     return _MIRROR[slot_verdict]
 
 
 # --------------------------------------------------------------------------- polarity
 def polarity_of(criterion: str, reversed_criteria: Collection[str] | None = None) -> int:
-    """+1 for ordinary criteria, -1 for those in ``reversed_criteria`` (choosing = worse)."""
+    """+1 for ordinary criteria, -1 for those in ``reversed_criteria`` (choosing = worse).
+
+    Parameters
+    ----------
+    criterion : str
+        The criterion's name.
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (e.g. harmfulness).
+
+    Returns
+    -------
+    int
+        +1 or -1.
+
+    Examples
+    --------
+    >>> polarity_of("harmfulness", {"harmfulness"}), polarity_of("overall", {"harmfulness"})
+    (-1, 1)
+    """
     return -1 if reversed_criteria and criterion in set(reversed_criteria) else 1
 
 
 def neutral_label(polarity: int) -> str:
-    """``tie`` for +1 criteria, ``neither`` for reversed (-1) criteria (Longform-MedQA's rule)."""
+    """``tie`` for +1 criteria, ``neither`` for reversed (-1) criteria (Longform-MedQA's rule).
+
+    Parameters
+    ----------
+    polarity : int
+        +1 (higher is better) or -1 (choosing means worse).
+
+    Returns
+    -------
+    str
+        ``"tie"`` or ``"neither"``.
+    """
     return "neither" if int(polarity) < 0 else "tie"
 
 
 def polarity_series(df: pd.DataFrame, criterion: str, reversed_criteria, polarity: str | None) -> pd.Series:
+    """Each row's polarity (+1 / -1): from the ``polarity`` column when there is one, else by criterion.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Pairwise rows.
+    criterion : str
+        Name of the column of criteria.
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse).
+    polarity : str, optional
+        Name of a column of +1 / -1; used when given and present in ``df``.
+
+    Returns
+    -------
+    Series of int
+        +1 or -1 per row, aligned with ``df``.
+
+    Raises
+    ------
+    SchemaError
+        The polarity column holds values other than +1 / -1.
+    """
     if polarity is not None and polarity in df.columns:
         p = pd.to_numeric(df[polarity], errors="coerce")
         bad = ~p.isin([1, -1])

@@ -7,32 +7,61 @@ from collections.abc import Collection
 import pandas as pd
 from scipy import stats
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.stats import proportion_ci, wilson_interval
 
+from ._columns import columns_compat
 from .slots import polarity_series
 
 __all__ = ["win_rate"]
 
 
+@shared_docs
+@columns_compat
+@takes_columns("judge", "criterion", "verdict", "polarity")
 def win_rate(
     resolved: pd.DataFrame,
     *,
-    judge: str = "judge",
-    criterion: str = "criterion",
-    verdict: str = "verdict",
     ties: str = "half",
     reversed_criteria: Collection[str] | None = None,
-    polarity: str | None = "polarity",
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Win rate of model A per judge and criterion, polarity-aware.
 
     On ordinary criteria A wins when the verdict is ``A``; on reversed criteria (choosing = worse)
-    A wins when the verdict is ``B``. ``ties``: ``"half"`` counts tie/neither as half a win
-    (estimate = (wins + ties/2) / n, CI by the Wilson interval on that share), ``"exclude"`` drops
-    them (exact binomial CI and test against 0.5). NA verdicts (dropped / failed) are counted in
-    ``n_dropped`` and never scored. Returns tidy rows (metric ``win_rate_A``).
+    A wins when the verdict is ``B``. NA verdicts (dropped / failed) are counted in ``n_dropped`` and
+    ``n_failed`` and never scored.
+
+    Parameters
+    ----------
+    resolved : DataFrame
+        One verdict per (item, judge, criterion) in model terms, e.g. from :func:`resolve_orders`; a
+        ``polarity`` column (+1 / -1), when present, gives each row's polarity.
+    ties : {"half", "exclude"}, default "half"
+        ``"half"`` counts tie/neither as half a win (estimate = (wins + ties/2) / n, Wilson interval on
+        that share); ``"exclude"`` drops them (exact binomial CI and test against 0.5).
+    reversed_criteria : collection of str, optional
+        Criteria phrased negatively (choosing means worse).
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One contract row per (judge, criterion), metric ``win_rate_A``, with ``polarity``, ``n_wins``,
+        ``n_losses``, ``n_ties``, ``n_dropped``, ``p_value`` (``ties="exclude"`` only) and ``ties``.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_pairwise
+    >>> from medeval_kit.pairwise import resolve_orders
+    >>> res = resolve_orders(synthetic_pairwise(n_items=30, seed=0), "tie")
+    >>> win_rate(res)[["judge", "metric"]].values.tolist()
+    [['judge', 'win_rate_A']]
     """
+    judge, criterion, verdict, polarity = "judge", "criterion", "verdict", "polarity"
     if ties not in ("half", "exclude"):
         raise ValueError("ties must be 'half' or 'exclude'")
     d = resolved.copy()

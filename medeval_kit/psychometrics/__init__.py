@@ -16,8 +16,10 @@ live in :mod:`medeval_kit.viz.psychometrics`.
     exam = pm.synthetic_exam(30, 500, n_miskeyed=1, seed=0)
     stats = pm.item_statistics(exam.responses)
     flags = pm.item_flags(stats, pm.distractor_analysis(exam.responses))
-    fit = pm.fit_irt(exam.responses, model="2pl")
+    fit = pm.fit_irt(exam.responses, family="2pl")
 """
+
+from medeval_kit.deprecation import deprecated_attribute
 
 from .compare import label_association, roundwise_item_change, with_item_info
 from .ctt import (
@@ -32,7 +34,7 @@ from .ctt import (
                   item_table,
                   reliability,
 )
-from .irt import ENGINES, MODELS, IRTFit, fit_irt, icc_table, marginal_loglik
+from .irt import ENGINES, FAMILIES, IRTFit, fit_irt, icc_table, marginal_loglik
 from .items import (
                   DIFFICULTY_LEVELS,
                   LETTERS,
@@ -64,10 +66,16 @@ __all__ = [
     "label_association", "roundwise_item_change", "with_item_info",
     "FLAG_COLUMNS", "FLAG_DEFAULTS", "flag_counts", "distractor_analysis", "distractor_efficiency", "group_weights", "item_flags",
     "item_statistics", "item_table", "reliability",
-    "ENGINES", "MODELS", "IRTFit", "fit_irt", "icc_table", "marginal_loglik",
+    "ENGINES", "FAMILIES", "IRTFit", "fit_irt", "icc_table", "marginal_loglik",
     "DIFFICULTY_LEVELS", "LETTERS", "format_options", "grounded_items", "item_counts", "mcq_items",
     "medqg_difficulty_items", "medqg_round_items", "shuffled_options", "split_options", "srefine_items",
     "PARSE_STATUSES", "RESPONSE_COLUMNS", "answer_items", "answer_schema", "examinee_panel", "missing_summary",
     "read_responses", "responses_from_matrix", "score_matrix", "score_responses",
     "SyntheticExam", "recovery", "recovery_table", "synthetic_exam",
 ]
+
+_OLD = {"MODELS": ("psychometrics.FAMILIES", FAMILIES)}  # the IRT families were called MODELS before 0.2
+
+
+def __getattr__(name: str):
+    return deprecated_attribute(__name__, name, _OLD)

@@ -11,12 +11,15 @@ traces observed in both rounds, bootstrap CI, Wilcoxon test).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from medeval_kit.columns import Columns, apply_columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import percentile_interval
@@ -24,22 +27,84 @@ from medeval_kit.stats import percentile_interval
 __all__ = ["label_association", "roundwise_item_change", "with_item_info"]
 
 
-def with_item_info(table: pd.DataFrame, items: pd.DataFrame,
-                   columns: Sequence[str] = ("source", "trace", "round", "difficulty_label", "difficulty_rank",
-                                             "key", "n_options")) -> pd.DataFrame:
-    """Return ``table`` (one row per item) with the items' descriptive columns joined on ``item``."""
-    cols = ["item"] + [c for c in columns if c in items.columns and c not in table.columns]
+_INFO = ("source", "trace", "round", "difficulty_label", "difficulty_rank", "key", "n_options")
+
+
+def with_item_info(table: pd.DataFrame, items: pd.DataFrame, info: Sequence[str] = _INFO, *,
+                   columns: Columns = None) -> pd.DataFrame:
+    """Return ``table`` (one row per item) with the items' descriptive columns joined on ``item``.
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per item (e.g. :func:`medeval_kit.psychometrics.item_flags`).
+    items : DataFrame
+        The items table.
+    info : sequence of str
+        The items' columns to join (those present and not already in ``table``).
+    columns : mapping of str to str, optional
+        ``{"item": your column}`` when the tables name the item otherwise (see :mod:`medeval_kit.columns`).
+        A list here is the old spelling of ``info`` (deprecated, warns).
+
+    Returns
+    -------
+    DataFrame
+        ``table`` with the joined columns.
+    """
+    if columns is not None and not isinstance(columns, Mapping):
+        warnings.warn("with_item_info(columns=[...]) is deprecated; pass info=[...]", DeprecationWarning,
+                      stacklevel=2)
+        info, columns = columns, None
+    table = apply_columns(table, columns, ("item",), where="with_item_info(table=...)")
+    items = apply_columns(items, columns, ("item",), where="with_item_info(items=...)")
+    cols = ["item"] + [c for c in info if c in items.columns and c not in table.columns]
     return table.merge(items[cols], on="item", how="left")
 
 
-def label_association(table: pd.DataFrame, *, label: str = "difficulty_rank", value: str = "p",
+@shared_docs
+def label_association(table: pd.DataFrame, *, planted: str = "difficulty_rank", value: str = "p",
                       cluster: str | None = "trace", n_boot: int = 1000, seed: int = 0,
-                      confidence: float = 0.95) -> pd.DataFrame:
-    """Return Spearman's rho of ``value`` with the planted ``label`` rank (cluster-bootstrap CI) and the
-    paired per-cluster difference hardest minus easiest level (Wilcoxon), as contract rows.
+                      confidence: float = 0.95, **old: str) -> pd.DataFrame:
+    """Return Spearman's rho of a statistic with the planted difficulty rank, and the hardest-minus-easiest change.
 
-    A well-calibrated difficulty label gives a negative rho for p (harder items, fewer right).
+    Rho has a cluster-bootstrap CI (whole clusters resampled, e.g. the clinical note all five levels were
+    written from); the second row is the paired per-cluster difference of ``value`` between the hardest
+    and the easiest planted level (bootstrap CI, Wilcoxon signed-rank p). A well-calibrated difficulty
+    label gives a negative rho for p (harder items, fewer right).
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per item with the planted rank, the statistic and the cluster (e.g. :func:`with_item_info`).
+    planted : str
+        The column holding the planted rank (numeric).
+    value : str
+        The column holding the statistic (e.g. ``p``).
+    cluster : str or None
+        The column of the clusters to resample; ``None`` resamples items and skips the paired row.
+    {n_boot}
+    {seed}
+    {confidence}
+    **old : str
+        ``label=`` is the old name of ``planted`` (deprecated, warns).
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``statistic, x, y`` (``spearman_rho`` and ``mean_difference_...``); the
+        second row adds ``test`` and ``p_value``.
+
+    Raises
+    ------
+    ParameterError
+        A named column is missing.
     """
+    if "label" in old:
+        warnings.warn("label_association(label=...) is deprecated; pass planted=", DeprecationWarning, stacklevel=2)
+        planted = old.pop("label")
+    if old:
+        raise TypeError(f"label_association() got unexpected keyword argument(s) {sorted(old)}")
+    label = planted
     need = [c for c in (label, value) + ((cluster,) if cluster else ()) if c not in table.columns]
     if need:
         raise ParameterError(f"label_association needs column(s) {need}; present: {list(table.columns)}")
@@ -90,29 +155,57 @@ def label_association(table: pd.DataFrame, *, label: str = "difficulty_rank", va
     return result_frame(rows, keys=["statistic", "x", "y"])
 
 
+@shared_docs
+@takes_columns("trace", "round")
 def roundwise_item_change(table: pd.DataFrame, *, statistics: Sequence[str] = ("p", "r_pbis", "D",
                                                                                   "distractor_efficiency"),
-                          trace: str = "trace", round: str = "round", by: str | None = "source",
-                          pairs: str = "consecutive", n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                          by: str | None = "source", pairs: str = "consecutive", n_boot: int = 1000,
+                          seed: int = 0, columns: Columns = None) -> pd.DataFrame:
     """Return paired round-to-round changes of per-item statistics (one item = one trace in one round).
 
-    ``table`` has one row per item with ``trace``, ``round`` and the statistics (e.g. :func:`item_flags`
-    joined with the items). Calls :func:`medeval_kit.rounds.paired_round_tests` once per statistic
-    (and per ``by`` group); rows gain ``statistic``.
+    Calls :func:`medeval_kit.rounds.paired_round_tests` once per statistic (and per ``by`` group), with
+    the trace as the paired unit.
+
+    Parameters
+    ----------
+    table : DataFrame
+        One row per item with ``trace``, ``round`` and the statistics (e.g. :func:`item_flags` joined with
+        the items by :func:`with_item_info`).
+    statistics : sequence of str
+        The statistic columns to compare; those absent are skipped.
+    by : str or None
+        A column to compare within (when present), e.g. ``source``.
+    pairs : str
+        Which rounds to pair (``consecutive``, ...), as in :func:`medeval_kit.rounds.paired_round_tests`.
+    {n_boot}
+    {seed}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        :func:`medeval_kit.rounds.paired_round_tests`' contract rows with ``statistic`` (and ``by``) first.
+
+    Raises
+    ------
+    ParameterError
+        ``trace`` or ``round`` is missing, or none of the statistics is a column.
     """
     from medeval_kit.rounds import paired_round_tests
 
-    missing = [c for c in (trace, round) if c not in table.columns]
+    missing = [c for c in ("trace", "round") if c not in table.columns]
     if missing:
         raise ParameterError(f"roundwise_item_change needs column(s) {missing}: join the items (with_item_info)")
-    d = table[table[round].notna()].copy()
-    d[round] = d[round].astype("int64")
+    d = table[table["round"].notna()].copy()
+    d["round"] = d["round"].astype("int64")
+    # the paired unit is the trace: it is the ``item`` of the rounds analysis
+    d = d.drop(columns=[c for c in ("item",) if c in d.columns]).rename(columns={"trace": "item"})
     out = []
     for s in statistics:
         if s not in d.columns:
             continue
-        res = paired_round_tests(d, s, pairs=pairs, item=trace, round=round,
-                                 by=by if by and by in d.columns else None, n_boot=n_boot, seed=seed)
+        res = paired_round_tests(d, s, pairs=pairs, by=by if by and by in d.columns else None, n_boot=n_boot,
+                                 seed=seed)
         out.append(res.assign(statistic=s))
     if not out:
         raise ParameterError(f"none of the statistics {list(statistics)} is a column of the table")

@@ -31,6 +31,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import fisher_z_interval, percentile_interval, wilson_interval
@@ -75,6 +77,30 @@ def group_weights(score: np.ndarray, fraction: float) -> tuple[np.ndarray, np.nd
 
     The group size is ``round(fraction * n)`` (at least 1); examinees tied at the boundary share the
     remaining places equally, so each group's weights sum to its size whatever the row order.
+
+    Parameters
+    ----------
+    score : ndarray
+        The examinees' total scores (NaN: in neither group).
+    fraction : float
+        The share of examinees in each group, in (0, 0.5].
+
+    Returns
+    -------
+    tuple of ndarray
+        ``(upper, lower)`` weights per examinee, each in [0, 1].
+
+    Raises
+    ------
+    ParameterError
+        ``fraction`` is outside (0, 0.5].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> up, low = group_weights(np.array([1.0, 2.0, 3.0, 4.0]), 0.25)
+    >>> up.tolist(), low.tolist()
+    ([0.0, 0.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0])
     """
     if not 0 < fraction <= 0.5:
         raise ParameterError(f"fraction must be in (0, 0.5], not {fraction}")
@@ -114,12 +140,38 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x[ok], y[ok])[0, 1])
 
 
+@shared_docs
+@takes_columns("item", "examinee", "correct")
 def item_statistics(responses: pd.DataFrame, *, fraction: float = 0.27, confidence: float = 0.95,
-                    n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+                    n_boot: int = 1000, seed: int = 0, columns: Columns = None) -> pd.DataFrame:
     """Return per item the difficulty p, the corrected point-biserial and the upper-lower index D (contract rows).
 
     ``n_items`` is the number of examinees who answered the item, ``n_failed`` those whose answer is
     missing. D's CI is a percentile bootstrap over examinees (``n_boot``; 0 = none).
+
+    Parameters
+    ----------
+    responses : DataFrame
+        A scored ``responses`` table (:func:`medeval_kit.psychometrics.score_responses`).
+    fraction : float
+        The share of examinees in the upper and in the lower group (Kelley's 27 %).
+    {confidence}
+    {n_boot}
+    {seed}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``item, statistic`` (``difficulty``, ``point_biserial``, ``upper_lower``);
+        the ``upper_lower`` rows add ``p_upper, p_lower, n_upper, n_lower, fraction``.
+
+    Examples
+    --------
+    >>> from medeval_kit.psychometrics import synthetic_exam
+    >>> exam = synthetic_exam(5, 100, seed=0)
+    >>> item_statistics(exam.responses, n_boot=0)["statistic"].unique().tolist()
+    ['difficulty', 'point_biserial', 'upper_lower']
     """
     Y, items, _ = _matrix(responses)
     A = ~np.isnan(Y)
@@ -171,7 +223,19 @@ def _boot_upper_lower(Y: np.ndarray, fraction: float, n_boot: int, seed: int) ->
 
 
 def item_table(stats: pd.DataFrame) -> pd.DataFrame:
-    """Return :func:`item_statistics` wide: one row per item with p, r_pbis and D and their CIs."""
+    """Return :func:`item_statistics` wide: one row per item with p, r_pbis and D and their CIs.
+
+    Parameters
+    ----------
+    stats : DataFrame
+        The result of :func:`item_statistics`.
+
+    Returns
+    -------
+    DataFrame
+        ``item``, ``p``, ``p_low``, ``p_high``, ``r_pbis`` (and its bounds), ``D`` (and its bounds),
+        ``n_answered``, ``n_missing``.
+    """
     short = {"difficulty": "p", "point_biserial": "r_pbis", "upper_lower": "D"}
     parts = []
     for stat, name in short.items():
@@ -195,14 +259,37 @@ def _options(responses: pd.DataFrame) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+@shared_docs
+@takes_columns("item", "examinee", "correct", "choice", "key", "offered")
 def distractor_analysis(responses: pd.DataFrame, *, fraction: float = 0.27, nonfunctional: float = 0.05,
-                        confidence: float = 0.95) -> pd.DataFrame:
+                        confidence: float = 0.95, columns: Columns = None) -> pd.DataFrame:
     """Return per item and option the share choosing it (Wilson CI), in the upper and lower groups, and its flags.
 
     Rows: ``item``, ``option``; ``estimate`` is the share of the examinees answering the item who chose
     the option; extras ``is_key``, ``n_chosen``, ``share_upper``, ``share_lower``, ``discrimination``
     (upper minus lower share: negative for a working distractor), ``functional`` (distractors only:
     share >= ``nonfunctional``). Options come from ``offered``, the key and the letters chosen.
+
+    Parameters
+    ----------
+    responses : DataFrame
+        A scored ``responses`` table with the chosen letters (``choice``, ``key``).
+    fraction : float
+        The share of examinees in the upper and in the lower group.
+    nonfunctional : float
+        A distractor chosen by fewer than this share is non-functional.
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``item, option`` with the extras above.
+
+    Raises
+    ------
+    ParameterError
+        There are no chosen letters.
     """
     if "choice" not in responses.columns or responses["choice"].isna().all():
         raise ParameterError("a distractor analysis needs the chosen letters (a 'choice' column)")
@@ -241,6 +328,17 @@ def distractor_efficiency(distractors: pd.DataFrame) -> pd.DataFrame:
 
     ``n_items`` counts the item's distractors; extras ``n_functional``, ``nonfunctional_options`` (their
     letters) and ``key_rejected_by_upper`` (the upper group picks some distractor more often than the key).
+
+    Parameters
+    ----------
+    distractors : DataFrame
+        The result of :func:`distractor_analysis`.
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``item``; extras ``n_functional``, ``nonfunctional_options``,
+        ``key_share_upper``, ``top_distractor_share_upper``, ``key_rejected_by_upper``.
     """
     rows = []
     for it, g in distractors.groupby("item", sort=True):
@@ -273,13 +371,38 @@ def _alpha(X: np.ndarray) -> float:
     return float(k / (k - 1) * (1 - X.var(axis=0, ddof=1).sum() / tv))
 
 
-def reliability(responses: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 0, seed: int = 0) -> pd.DataFrame:
+@shared_docs
+@takes_columns("item", "examinee", "correct")
+def reliability(responses: pd.DataFrame, *, confidence: float = 0.95, n_boot: int = 0, seed: int = 0,
+                columns: Columns = None) -> pd.DataFrame:
     """Return KR-20 (Cronbach's alpha of 0/1 items) of the form and alpha with each item deleted (contract rows).
 
     Computed on the examinees who answered every item (``n_items``; ``n_failed`` = examinees left
     out for a missing answer). CI: Feldt's F interval (Feldt, Woodruff & Salih 1987), or a percentile
     bootstrap over examinees when ``n_boot`` > 0. Rows: ``item`` = ``"(form)"`` and ``statistic`` =
     ``kr20``, then one ``alpha_if_deleted`` row per item.
+
+    Parameters
+    ----------
+    responses : DataFrame
+        A scored ``responses`` table.
+    {confidence}
+    n_boot : int, default 0
+        Bootstrap resamples of examinees for the CI; ``0`` gives Feldt's F interval.
+    {seed}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``item, statistic``; extra ``n_form_items``.
+
+    Examples
+    --------
+    >>> from medeval_kit.psychometrics import synthetic_exam
+    >>> kr = reliability(synthetic_exam(10, 200, seed=0).responses).iloc[0]
+    >>> kr["statistic"], kr["ci_method"]
+    ('kr20', 'Feldt F')
     """
     Y, items, _ = _matrix(responses)
     complete = ~np.isnan(Y).any(axis=1)
@@ -318,6 +441,29 @@ def item_flags(stats: pd.DataFrame, distractors: pd.DataFrame | None = None, *, 
     (p < too_hard), ``negative_discrimination`` (r_pbis < min_discrimination), ``low_discrimination``
     (r_pbis < low_discrimination), ``nonfunctional_distractors`` (some distractor chosen by fewer than
     ``nonfunctional``), ``key_rejected_by_upper``; ``flags`` lists the raised ones.
+
+    Parameters
+    ----------
+    stats : DataFrame
+        The result of :func:`item_statistics`.
+    distractors : DataFrame, optional
+        The result of :func:`distractor_analysis`; without it the distractor flags are left out.
+    too_easy : float
+        Flag p above this.
+    too_hard : float
+        Flag p below this.
+    min_discrimination : float
+        Flag r_pbis below this as negative discrimination.
+    low_discrimination : float
+        Flag r_pbis below this as low discrimination.
+    nonfunctional : float
+        A distractor chosen by fewer than this share is non-functional.
+
+    Returns
+    -------
+    DataFrame
+        The wide item table (:func:`item_table`) with ``distractor_efficiency``, ``nonfunctional_options``,
+        the flag columns, ``flags`` and ``n_flags``.
     """
     wide = item_table(stats)
     out = wide.copy()
@@ -353,11 +499,25 @@ FLAG_COLUMNS = ("too_easy", "too_hard", "negative_discrimination", "low_discrimi
                 "key_rejected_by_upper")
 
 
+@shared_docs
 def flag_counts(flags: pd.DataFrame, *, by: str | None = None, confidence: float = 0.95) -> pd.DataFrame:
     """Return per flag (and ``by`` group) the share of items raising it (Wilson CI) as contract rows.
 
     ``n_items`` counts the items where the flag is defined; ``n_failed`` those where it is not (NA: the
     statistic behind it is undefined, e.g. an item without variance has no discrimination).
+
+    Parameters
+    ----------
+    flags : DataFrame
+        The result of :func:`item_flags`.
+    by : str, optional
+        A column to count per (e.g. ``source``).
+    {confidence}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``by`` (when given) and ``flag``; extra ``n_flagged``.
     """
     groups = [((), flags)] if by is None else [((k,), g) for k, g in flags.groupby(by, sort=True)]
     rows = []

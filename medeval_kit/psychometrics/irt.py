@@ -29,13 +29,16 @@ import pandas as pd
 from scipy import optimize
 from scipy.special import expit, logsumexp
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
-from medeval_kit.results import result_frame, result_row
+from medeval_kit.results import Result, result_frame, result_row
 from medeval_kit.stats import normal_interval, percentile_interval
 
-__all__ = ["MODELS", "ENGINES", "BOUNDS", "IRTFit", "fit_irt", "icc_table", "marginal_loglik"]
+__all__ = ["FAMILIES", "ENGINES", "BOUNDS", "IRTFit", "fit_irt", "icc_table", "marginal_loglik"]
 
-MODELS = ("2pl", "1pl", "rasch")
+FAMILIES = ("2pl", "1pl", "rasch")
+MODELS = FAMILIES  # the old name (deprecated: psychometrics.MODELS warns)
 ENGINES = ("girth", "mml")
 A_BOUND, B_BOUND = 6.0, 8.0
 BOUNDS = {("mml", "2pl"): (-A_BOUND, A_BOUND, B_BOUND), ("mml", "1pl"): (1e-3, A_BOUND, B_BOUND),
@@ -45,10 +48,34 @@ BOUNDS = {("mml", "2pl"): (-A_BOUND, A_BOUND, B_BOUND), ("mml", "1pl"): (1e-3, A
 
 
 @dataclass(frozen=True)
-class IRTFit:
-    """A fitted 1PL/2PL model: ``parameters`` (contract rows: item, parameter a/b), log-likelihood and covariance."""
+class IRTFit(Result):
+    """A fitted 1PL/2PL/Rasch model (:func:`fit_irt`): parameter rows, log-likelihood and covariance.
 
-    model: str
+    Attributes
+    ----------
+    family : str
+        The IRT family: ``2pl``, ``1pl`` or ``rasch``.
+    engine : str
+        The engine of the point estimates: ``girth`` or ``mml``.
+    se_method : str
+        How the standard errors and CIs were made.
+    parameters : DataFrame
+        Contract rows keyed ``item, parameter`` (``a``, ``b``) with extra ``se``.
+    loglik : float
+        The marginal log-likelihood at the estimates.
+    n_examinees : int
+        Examinees in the fit.
+    n_fitted_items : int
+        Items fitted (items without variance are not).
+    covariance : ndarray
+        Covariance of the free parameters (NaN where unknown).
+    index : dict
+        ``{"items": fitted items, "map": {(parameter, item position): free-parameter index}}``.
+    notes : tuple of str
+        Anything a reader must know about the fit.
+    """
+
+    family: str
     engine: str
     se_method: str
     parameters: pd.DataFrame
@@ -59,12 +86,30 @@ class IRTFit:
     index: dict = field(repr=False, default_factory=dict)
     notes: tuple[str, ...] = ()
 
+    @property
+    def model(self) -> str:
+        """The IRT family under its old name (deprecated: use :attr:`family`)."""
+        warnings.warn("IRTFit.model is deprecated; use IRTFit.family", DeprecationWarning, stacklevel=2)
+        return self.family
+
     def to_frame(self) -> pd.DataFrame:
-        """The parameter rows (result contract: item, parameter, estimate, CI, n_items, n_failed, note, se)."""
+        """Return the parameter rows.
+
+        Returns
+        -------
+        DataFrame
+            Contract rows keyed ``item, parameter`` with extra ``se``.
+        """
         return self.parameters.copy()
 
     def wide(self) -> pd.DataFrame:
-        """One row per item: a, b and their SEs and CIs."""
+        """Return one row per item: a, b and their SEs and CIs.
+
+        Returns
+        -------
+        DataFrame
+            ``item, a, a_se, a_low, a_high, b, b_se, b_low, b_high``.
+        """
         p = self.parameters
         out = []
         for name in ("a", "b"):
@@ -74,10 +119,16 @@ class IRTFit:
         return pd.concat(out, axis=1).reset_index()
 
     def summary(self) -> str:
-        """A short description of the fit."""
+        """Return a one-line description of the fit.
+
+        Returns
+        -------
+        str
+            Family, engine, items, examinees, log-likelihood, SE method and notes.
+        """
         p = self.parameters
         fitted = p[(p["parameter"] == "b") & p["estimate"].notna()]
-        s = (f"{self.model.upper()} ({self.engine}): {self.n_fitted_items} items fitted of "
+        s = (f"{self.family.upper()} ({self.engine}): {self.n_fitted_items} items fitted of "
              f"{p['item'].nunique()}, {self.n_examinees} examinees, log-likelihood {self.loglik:.3f}; "
              f"SEs: {self.se_method}; median |b| {fitted['estimate'].abs().median():.2f}")
         return s + ("; " + "; ".join(self.notes) if self.notes else "")
@@ -132,7 +183,24 @@ def _negll_grad(x, model, Yp, M, cnt, nodes, logw, a_fixed):
 
 
 def marginal_loglik(Y: np.ndarray, a: np.ndarray, b: np.ndarray, *, quadrature: int = 21) -> float:
-    """Return the marginal log-likelihood of the examinee x item 0/1 matrix ``Y`` (NaN missing) at (a, b)."""
+    """Return the marginal log-likelihood of a 2PL model at (a, b), ability integrated over N(0, 1).
+
+    Parameters
+    ----------
+    Y : ndarray
+        Examinees x items, 1 right, 0 wrong, NaN missing (missing answers drop out).
+    a : ndarray
+        Discrimination per item.
+    b : ndarray
+        Difficulty per item.
+    quadrature : int
+        Gauss-Hermite points.
+
+    Returns
+    -------
+    float
+        The log-likelihood.
+    """
     Yp, M, cnt = _patterns(np.asarray(Y, float))
     nodes, logw = _quadrature(quadrature)
     x = np.concatenate([np.asarray(a, float), np.asarray(b, float)])
@@ -224,16 +292,63 @@ def _simulate(a: np.ndarray, b: np.ndarray, mask: np.ndarray, rng: np.random.Gen
     return np.where(mask, y, np.nan)
 
 
-def fit_irt(responses: pd.DataFrame, *, model: str = "2pl", engine: str = "girth", se: str = "observed",
+@shared_docs
+@takes_columns("item", "examinee", "correct")
+def fit_irt(responses: pd.DataFrame, *, family: str = "2pl", engine: str = "girth", se: str = "observed",
             n_boot: int = 200, quadrature: int = 21, a_fixed: float = 1.0, confidence: float = 0.95,
-            seed: int = 0) -> IRTFit:
-    """Fit a 1PL/2PL/Rasch model to the scored ``responses``; return an :class:`IRTFit` (see module doc).
+            seed: int = 0, columns: Columns = None, **old: str) -> IRTFit:
+    """Fit a 1PL, 2PL or Rasch model to the scored ``responses``; return an :class:`IRTFit` (see module doc).
 
     ``n_items`` per parameter row is the number of examinees who answered the item, ``n_failed`` those
     whose answer is missing. Items without variance are not fitted (NaN rows with a note).
+
+    Parameters
+    ----------
+    responses : DataFrame
+        A scored ``responses`` table.
+    family : {"2pl", "1pl", "rasch"}
+        The IRT family: a and b per item, one common a, or a fixed at ``a_fixed``.
+    engine : {"girth", "mml"}
+        The point estimates: girth's MML or this module's Gauss-Hermite MML (scipy).
+    se : {"observed", "bootstrap", "none"}
+        Standard errors: observed information (Wald CIs), parametric bootstrap (percentile CIs) or none.
+    n_boot : int, default 200
+        Parametric-bootstrap replicates when ``se="bootstrap"``.
+    quadrature : int
+        Gauss-Hermite points of the marginal likelihood.
+    a_fixed : float
+        The discrimination of the Rasch family.
+    {confidence}
+    {seed}
+    {columns}
+    **old : str
+        ``model=`` is the old name of ``family`` (deprecated, warns).
+
+    Returns
+    -------
+    IRTFit
+        ``to_frame()`` gives contract rows keyed ``item, parameter`` (``a``, ``b``) with extra ``se``.
+
+    Raises
+    ------
+    ParameterError
+        An unknown family, engine or ``se``, or fewer than 2 items with variance or 3 examinees.
+
+    Examples
+    --------
+    >>> from medeval_kit.psychometrics import synthetic_exam
+    >>> fit = fit_irt(synthetic_exam(6, 300, seed=0).responses, family="2pl", engine="mml", se="none")
+    >>> fit.family, fit.n_fitted_items
+    ('2pl', 6)
     """
-    if model not in MODELS:
-        raise ParameterError(f"model must be one of {list(MODELS)}, not {model!r}")
+    if "model" in old:
+        warnings.warn("fit_irt(model=...) is deprecated; the IRT family is family=", DeprecationWarning, stacklevel=3)
+        family = old.pop("model")
+    if old:
+        raise TypeError(f"fit_irt() got unexpected keyword argument(s) {sorted(old)}")
+    model = family
+    if model not in FAMILIES:
+        raise ParameterError(f"family must be one of {list(FAMILIES)}, not {model!r}")
     if engine not in ENGINES:
         raise ParameterError(f"engine must be one of {list(ENGINES)}, not {engine!r}")
     if se not in ("observed", "bootstrap", "none"):
@@ -333,7 +448,7 @@ def fit_irt(responses: pd.DataFrame, *, model: str = "2pl", engine: str = "girth
     if at_a.any():
         notes.append("the common discrimination is at the optimiser's bound" if model == "1pl" else
                      f"{int(at_a.sum())} discrimination estimate(s) at the optimiser's bound")
-    return IRTFit(model=model, engine=engine, se_method=se_method, parameters=params, loglik=float(loglik),
+    return IRTFit(family=model, engine=engine, se_method=se_method, parameters=params, loglik=float(loglik),
                   n_examinees=int(Y.shape[0]), n_fitted_items=J, covariance=cov,
                   index={"items": fitted, "map": index}, notes=tuple(notes))
 
@@ -347,9 +462,28 @@ def _param_index(model: str, J: int) -> dict[tuple[str, int], int]:
     return {("b", j): j for j in range(J)}
 
 
+@shared_docs
 def icc_table(fit: IRTFit, *, theta: np.ndarray | None = None, items: list[str] | None = None,
               confidence: float = 0.95) -> pd.DataFrame:
-    """Return the item characteristic curves: ``item, theta, p, ci_low, ci_high`` (delta-method band on the logit)."""
+    """Return the item characteristic curves with a delta-method band on the logit.
+
+    Parameters
+    ----------
+    fit : IRTFit
+        The fit (:func:`fit_irt`).
+    theta : ndarray, optional
+        Ability grid; default 81 points on [-4, 4].
+    items : list of str, optional
+        Items to draw; default every fitted item.
+    {confidence}
+
+    Returns
+    -------
+    DataFrame
+        One row per item and theta: ``item, theta``, the contract columns (``estimate`` = P(correct),
+        ``ci_method`` the delta method, ``n_items`` the examinees of the fit), then ``p`` (= estimate),
+        ``a``, ``b``.
+    """
     from scipy import stats as sps
 
     grid = np.linspace(-4, 4, 81) if theta is None else np.asarray(theta, float)
@@ -371,7 +505,13 @@ def icc_table(fit: IRTFit, *, theta: np.ndarray | None = None, items: list[str] 
             for k2, d2 in terms:
                 var = var + d1 * d2 * fit.covariance[k1, k2]
         se = np.sqrt(np.where(var >= 0, var, np.nan))
-        rows.append(pd.DataFrame({"item": it, "theta": grid, "p": expit(logit), "ci_low": expit(logit - z * se),
-                                  "ci_high": expit(logit + z * se), "a": a, "b": b}))
+        p = expit(logit)
+        ok = np.isfinite(se)
+        rows.append(pd.DataFrame({"item": it, "theta": grid, "estimate": p, "ci_low": expit(logit - z * se),
+                                  "ci_high": expit(logit + z * se),
+                                  "ci_method": np.where(ok, "delta method (logit)", ""),
+                                  "n_items": int(fit.n_examinees), "n_failed": 0,
+                                  "note": np.where(ok, "", "no SE"), "p": p, "a": a, "b": b}))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
-        columns=["item", "theta", "p", "ci_low", "ci_high", "a", "b"])
+        columns=["item", "theta", "estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed", "note",
+                 "p", "a", "b"])

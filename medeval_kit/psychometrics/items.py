@@ -19,8 +19,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.datasets._io import data_dir, read_json, read_table
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, SchemaError
+from medeval_kit.results import result_frame, result_row
+from medeval_kit.stats import wilson_interval
 
 __all__ = ["LETTERS", "DIFFICULTY_LEVELS", "mcq_items", "format_options", "shuffled_options", "split_options",
            "medqg_difficulty_items", "medqg_round_items", "srefine_items", "grounded_items", "item_counts"]
@@ -38,7 +42,28 @@ def _seed(*parts: Any) -> int:
 
 
 def shuffled_options(correct: str, distractors: list[str], *, seed: int) -> tuple[dict[str, str], str]:
-    """Return (letter -> text, key letter) for ``[correct] + distractors`` in a seeded random order."""
+    """Return (letter -> text, key letter) for ``[correct] + distractors`` in a seeded random order.
+
+    Parameters
+    ----------
+    correct : str
+        The correct answer's text.
+    distractors : list of str
+        The distractors' texts.
+    seed : int
+        Random seed of the order.
+
+    Returns
+    -------
+    tuple of (dict, str)
+        The options ``{letter: text}`` and the key letter.
+
+    Examples
+    --------
+    >>> opts, key = shuffled_options("yes", ["no", "maybe"], seed=0)
+    >>> opts[key]
+    'yes'
+    """
     texts = [str(correct)] + [str(d) for d in distractors]
     order = np.random.default_rng(int(seed)).permutation(len(texts)).tolist()
     return {LETTERS[i]: texts[j] for i, j in enumerate(order)}, LETTERS[order.index(0)]
@@ -48,8 +73,20 @@ def split_options(text: Any) -> list[str]:
     """Return the option texts of a lettered list written as one string (``"A : x B : y"``, ``"a) x b) y"``).
 
     Markers must run a, b, c ... in order (either case, followed by ``:``, ``)`` or ``.``), so a letter
-    inside an option's text does not split it. Returns ``[]`` when fewer than two options are found.
+    inside an option's text does not split it.
 
+    Parameters
+    ----------
+    text : str
+        The lettered list.
+
+    Returns
+    -------
+    list of str
+        The option texts in order; ``[]`` when fewer than two options are found.
+
+    Examples
+    --------
     >>> split_options("a: guillain-barre syndrome b: multiple sclerosis")
     ['guillain-barre syndrome', 'multiple sclerosis']
     """
@@ -73,7 +110,24 @@ def split_options(text: Any) -> list[str]:
 
 
 def format_options(options: Mapping[str, str]) -> str:
-    """Return the options as lines ``A. text``."""
+    """Return the options as lines ``A. text``.
+
+    Parameters
+    ----------
+    options : mapping of str to str
+        ``{letter: text}``.
+
+    Returns
+    -------
+    str
+        One line per option.
+
+    Examples
+    --------
+    >>> print(format_options({"A": "yes", "B": "no"}))
+    A. yes
+    B. no
+    """
     return "\n".join(f"{k}. {v}" for k, v in options.items())
 
 
@@ -87,32 +141,62 @@ def _finish(rows: list[dict], extra: list[str]) -> pd.DataFrame:
     return df[_ITEM_COLUMNS + [c for c in extra if c in df.columns]].reset_index(drop=True)
 
 
-def mcq_items(df: pd.DataFrame, *, item: str = "item", question: str = "question", options: str = "options",
-              key: str = "key", source: str = "mcq", context: str | None = None) -> pd.DataFrame:
+@shared_docs
+@takes_columns("item", "question", "options", "key", "context")
+def mcq_items(df: pd.DataFrame, *, source: str = "mcq", columns: Columns = None) -> pd.DataFrame:
     """Return your MCQs as an items table: ``options`` a dict or its JSON/Python text, ``key`` its letter.
 
-    ``context`` (optional column) is put before the question. A row whose options do not parse or whose
-    key is not one of its letters is kept with ``parse_status = "failed"`` and a note.
+    A ``context`` column (optional) is put before the question. A row whose options do not parse or
+    whose key is not one of its letters is kept with ``parse_status = "failed"`` and a note.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per question: ``item``, ``question``, ``options``, ``key`` and optionally ``context``;
+        other columns are kept.
+    source : str
+        The value of the ``source`` column of the result (where the questions come from).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        The items table: ``item, source, question, options, key, n_options, parse_status, note`` and the
+        other columns of ``df``.
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"id": ["q1"], "question": ["2 + 2?"], "options": ['{"A": "4", "B": "5"}'], "key": ["a"]})
+    >>> mcq_items(df, columns={"item": "id"})[["item", "key", "n_options", "parse_status"]].values.tolist()
+    [['q1', 'A', 2, 'ok']]
     """
-    missing = [c for c in (item, question, options, key) if c not in df.columns]
+    roles = ("item", "question", "options", "key", "context")
+    missing = [c for c in roles[:4] if c not in df.columns]
     if missing:
         raise SchemaError("items", missing[0], [], f"column(s) {missing} not found; present: {list(df.columns)}")
+    has_context = "context" in df.columns
     rows = []
     for _, r in df.iterrows():
-        opts = _as_dict(r[options])
-        k = str(r[key]).strip().upper() if pd.notna(r[key]) else ""
+        opts = _as_dict(r["options"])
+        k = str(r["key"]).strip().upper() if pd.notna(r["key"]) else ""
         status, note = "ok", ""
         if not opts:
             status, note = "failed", "options are not a dict of letter -> text"
         elif k not in opts:
             status, note = "failed", f"key {k!r} is not one of the options {list(opts)}"
-        text = str(r[question])
-        if context and pd.notna(r.get(context)) and str(r[context]).strip():
-            text = f"{str(r[context]).strip()}\n\n{text}"
-        rows.append({**{c: r[c] for c in df.columns if c not in (item, question, options, key, context)},
-                     "item": str(r[item]), "source": source, "question": text, "options": opts, "key": k,
+        text = str(r["question"])
+        if has_context and pd.notna(r["context"]) and str(r["context"]).strip():
+            text = f"{str(r['context']).strip()}\n\n{text}"
+        rows.append({**{c: r[c] for c in df.columns if c not in roles},
+                     "item": str(r["item"]), "source": source, "question": text, "options": opts, "key": k,
                      "parse_status": status, "note": note})
-    return _finish(rows, [c for c in df.columns if c not in (item, question, options, key, context)])
+    return _finish(rows, [c for c in df.columns if c not in roles])
 
 
 def _as_dict(value: Any) -> dict[str, str]:
@@ -140,6 +224,21 @@ def medqg_difficulty_items(path: str | Path | None = None) -> pd.DataFrame:
 
     From ``medqg/outputs/dc_usmle_hum_top10.jsonl`` (GPT-4 outputs; one JSON array). Adds ``note``
     (the clinical note's index, ``trace``), ``difficulty_label`` and ``difficulty_rank`` (1 = Very Easy).
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The outputs file; default the bundled copy.
+
+    Returns
+    -------
+    DataFrame
+        The items table with ``trace``, ``difficulty_label`` and ``difficulty_rank``.
+
+    Raises
+    ------
+    DataFileError
+        The file is not a JSON array of notes.
     """
     p = Path(path) if path else data_dir() / "medqg" / "outputs" / "dc_usmle_hum_top10.jsonl"
     content = read_json(p)
@@ -170,7 +269,26 @@ def medqg_round_items(source: str = "top10", *, root: str | Path | None = None, 
     The traces store the correct answer and the distractors as one string (``"A : x B : y"``); they are
     split with :func:`split_options` and shuffled with a seed derived from (``seed``, item), since the
     traces keep no lettered order. A round whose distractors cannot be split is kept with
-    ``parse_status = "failed"``. ``source``: ``top10``, ``iter_feedback``, ``icl_qgqa`` or ``all``.
+    ``parse_status = "failed"``.
+
+    Parameters
+    ----------
+    source : {"top10", "iter_feedback", "icl_qgqa", "all"}
+        Which bundled trace set.
+    root : str or Path, optional
+        The data folder holding the traces; default the bundled data.
+    seed : int
+        Random seed of the option order (combined with each item's name).
+
+    Returns
+    -------
+    DataFrame
+        The items table with ``trace``, ``round`` and ``keypoint``.
+
+    Raises
+    ------
+    ParameterError
+        ``source`` is unknown.
     """
     from medeval_kit.datasets.medqg_rounds import MEDQG_ROUND_SOURCES, read_round_traces
 
@@ -206,6 +324,21 @@ def srefine_items(path: str | Path) -> pd.DataFrame:
 
     One item per trace (``item`` column of the file) and round: ``options`` (JSON), ``answer_letter``;
     context and question are joined. Any number of traces and rounds is read.
+
+    Parameters
+    ----------
+    path : str or Path
+        The generations table.
+
+    Returns
+    -------
+    DataFrame
+        The items table with ``trace`` and ``round``.
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing.
     """
     df = read_table(path)
     need = ["item", "round", "question", "options", "answer_letter"]
@@ -217,11 +350,27 @@ def srefine_items(path: str | Path) -> pd.DataFrame:
     df["round"] = df["round"].astype("int64")
     keep = df[["item", "trace", "round", "question", "options", "answer_letter"]
               + (["context"] if "context" in df.columns else [])]
-    return mcq_items(keep, key="answer_letter", source="srefine", context="context" if "context" in df else None)
+    return mcq_items(keep.rename(columns={"answer_letter": "key"}), source="srefine")
 
 
 def grounded_items(path: str | Path) -> pd.DataFrame:
-    """Return the valid MCQs of a grounded-generation items table (``format == "mcq"``, ``valid``) as items."""
+    """Return the valid MCQs of a grounded-generation items table (``format == "mcq"``, ``valid``) as items.
+
+    Parameters
+    ----------
+    path : str or Path
+        The grounded items table (``item, format, question, choices, answer``; optional ``valid``).
+
+    Returns
+    -------
+    DataFrame
+        The items table.
+
+    Raises
+    ------
+    SchemaError
+        A needed column is missing.
+    """
     df = read_table(path)
     need = ["item", "format", "question", "choices", "answer"]
     missing = [c for c in need if c not in df.columns]
@@ -231,12 +380,32 @@ def grounded_items(path: str | Path) -> pd.DataFrame:
     mcq = df[df["format"].astype(str) == "mcq"]
     if "valid" in mcq.columns:
         mcq = mcq[mcq["valid"].astype(str).str.lower().isin(["true", "1"])]
-    return mcq_items(mcq[["item", "question", "choices", "answer"]], options="choices", key="answer",
+    return mcq_items(mcq[["item", "question", "choices", "answer"]].rename(columns={"choices": "options",
+                                                                                  "answer": "key"}),
                      source="grounded")
 
 
-def item_counts(items: pd.DataFrame, *, by: str = "source") -> pd.DataFrame:
-    """Return per ``by``: items, items usable (options and key read) and items failed."""
-    g = items.groupby(by, sort=True)["parse_status"]
-    return pd.DataFrame({"n_items": g.size(), "n_ok": g.apply(lambda s: int((s == "ok").sum())),
-                         "n_failed": g.apply(lambda s: int((s != "ok").sum()))}).reset_index()
+@shared_docs
+def item_counts(items: pd.DataFrame, *, by: str = "source", confidence: float = 0.95) -> pd.DataFrame:
+    """Return per ``by`` the items, the items usable (options and key read) and the items failed.
+
+    Parameters
+    ----------
+    items : DataFrame
+        An items table (:func:`mcq_items` and the readers).
+    by : str
+        The column to count per.
+    {confidence}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows per ``by``: ``estimate`` the share of items usable (Wilson CI), ``n_items`` the
+        items, ``n_failed`` those that failed; extra ``n_ok``.
+    """
+    rows = []
+    for key, g in items.groupby(by, sort=True):
+        n, k = len(g), int((g["parse_status"] == "ok").sum())
+        rows.append(result_row(k / n, wilson_interval(k, n, confidence=confidence), "Wilson", n_items=n,
+                               n_failed=n - k, **{by: key}, n_ok=k))
+    return result_frame(rows, keys=[by])

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import fisher_z_interval, mean_interval, wilson_interval
@@ -28,14 +29,31 @@ _LETTERS = "ABCDEFGHIJ"
 
 @dataclass(frozen=True)
 class SyntheticExam:
-    """A simulated exam: ``responses`` (scored, with choices), ``truth`` (planted item values), ``theta``."""
+    """A simulated exam (:func:`synthetic_exam`) with everything that was planted.
+
+    Attributes
+    ----------
+    responses : DataFrame
+        The scored ``responses`` table with choices and ``offered``.
+    truth : DataFrame
+        One row per item: planted ``a``, ``b``, ``answer``, recorded ``key``, ``miskeyed``,
+        ``nonfunctional`` (the planted non-functional distractor's letter, "" if none).
+    theta : DataFrame
+        ``examinee, theta``: the planted abilities.
+    """
 
     responses: pd.DataFrame
     truth: pd.DataFrame
     theta: pd.DataFrame
 
     def summary(self) -> str:
-        """A one-line description."""
+        """Return a one-line description.
+
+        Returns
+        -------
+        str
+            Items, examinees, planted ranges, planted flaws and missing answers.
+        """
         t = self.truth
         return (f"{len(t)} items x {len(self.theta)} examinees; a in [{t['a'].min():.2f}, {t['a'].max():.2f}], "
                 f"b in [{t['b'].min():.2f}, {t['b'].max():.2f}]; {int(t['nonfunctional'].str.len().gt(0).sum())} "
@@ -52,6 +70,45 @@ def synthetic_exam(n_items: int = 30, n_examinees: int = 500, *, n_options: int 
     ``nonfunctional_items``: share of items with one distractor chosen with probability
     ``nonfunctional_rate``; ``n_miskeyed``: items whose recorded key is a distractor; ``missing_rate``:
     share of answers replaced by a failed parse.
+
+    Parameters
+    ----------
+    n_items : int
+        Items of the exam.
+    n_examinees : int
+        Examinees.
+    n_options : int
+        Options per item (2 to 10).
+    a_range : tuple of float
+        The planted discriminations' uniform range.
+    b_range : tuple of float
+        The planted difficulties' uniform range.
+    nonfunctional_items : float
+        Share of items with a planted non-functional distractor.
+    nonfunctional_rate : float
+        How often a non-functional distractor is chosen.
+    n_miskeyed : int
+        Items whose recorded key is a distractor.
+    missing_rate : float
+        Share of answers made missing (``parse_status = "failed"``).
+    seed : int
+        Random seed.
+
+    Returns
+    -------
+    SyntheticExam
+        The responses, the planted truth and the abilities.
+
+    Raises
+    ------
+    ParameterError
+        ``n_options`` out of range, or fewer than 2 items or examinees.
+
+    Examples
+    --------
+    >>> exam = synthetic_exam(4, 50, n_miskeyed=1, seed=0)
+    >>> len(exam.responses), int(exam.truth["miskeyed"].sum())
+    (200, 1)
     """
     if not 2 <= n_options <= len(_LETTERS):
         raise ParameterError(f"n_options must be in [2, {len(_LETTERS)}], not {n_options}")
@@ -103,6 +160,19 @@ def recovery_table(fit, truth: pd.DataFrame) -> pd.DataFrame:
     """Return per item and parameter the planted value, the estimate, its CI and whether the CI covers the truth.
 
     Miskeyed items (``truth["miskeyed"]``) are left out: scored against a wrong key they follow no 2PL curve.
+
+    Parameters
+    ----------
+    fit : IRTFit
+        The fit (:func:`medeval_kit.psychometrics.fit_irt`).
+    truth : DataFrame
+        The planted values (:attr:`SyntheticExam.truth`).
+
+    Returns
+    -------
+    DataFrame
+        ``item, parameter, planted``, the contract columns (``estimate`` the fitted value), ``se`` and
+        ``covered`` (NA without an interval).
     """
     p = fit.to_frame()
     if "miskeyed" in truth.columns:
@@ -111,9 +181,11 @@ def recovery_table(fit, truth: pd.DataFrame) -> pd.DataFrame:
     d = p.merge(t, on=["item", "parameter"], how="inner")
     d["covered"] = [pd.NA if not (np.isfinite(lo) and np.isfinite(hi)) else bool(lo <= v <= hi)
                     for lo, hi, v in zip(d["ci_low"], d["ci_high"], d["planted"])]
-    return d[["item", "parameter", "planted", "estimate", "se", "ci_low", "ci_high", "ci_method", "covered", "note"]]
+    return d[["item", "parameter", "planted", "estimate", "ci_low", "ci_high", "ci_method", "n_items", "n_failed",
+              "note", "se", "covered"]]
 
 
+@shared_docs
 def recovery(fit, truth: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFrame:
     """Return per parameter: CI coverage of the planted values, correlation, bias and RMSE (contract rows).
 
@@ -121,6 +193,19 @@ def recovery(fit, truth: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFr
     (nominal: ``confidence``); ``correlation`` is Pearson's r of estimates with planted values (Fisher z);
     ``bias`` the mean error (t interval); ``rmse`` has no interval. Items without an interval count in
     ``n_failed``. For a 1PL fit, ``a`` is compared with the mean planted a.
+
+    Parameters
+    ----------
+    fit : IRTFit
+        The fit (:func:`medeval_kit.psychometrics.fit_irt`).
+    truth : DataFrame
+        The planted values (:attr:`SyntheticExam.truth`).
+    {confidence}
+
+    Returns
+    -------
+    DataFrame
+        Contract rows keyed ``parameter, metric`` (``coverage``, ``correlation``, ``bias``, ``rmse``).
     """
     d = recovery_table(fit, truth)
     rows = []
@@ -135,7 +220,7 @@ def recovery(fit, truth: pd.DataFrame, *, confidence: float = 0.95) -> pd.DataFr
                                n_failed=len(g) - n_ci, note=f"nominal {confidence:g}", parameter=name,
                                metric="coverage"))
         e, t = est[ok], tru[ok]
-        if fit.model != "2pl" and name == "a":
+        if fit.family != "2pl" and name == "a":
             t = np.full_like(t, tru.mean())
         r = float(np.corrcoef(e, t)[0, 1]) if len(e) >= 3 and np.ptp(e) > 0 and np.ptp(t) > 0 else math.nan
         rows.append(result_row(r, fisher_z_interval(r, len(e), confidence=confidence), "Fisher z" if np.isfinite(r)

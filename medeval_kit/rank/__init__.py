@@ -8,8 +8,8 @@ ranking with a reference's on paired draws; ``elo_ratings`` / ``elo_spread`` sho
 order of the games, for comparison only.
 
 >>> from medeval_kit import rank
->>> c = rank.comparisons(rank.demo_comparisons(), item="case_id", judge="physician_group",
-...                      model_a="response_a_model", model_b="response_b_model", verdict="winner")
+>>> c = rank.comparisons(rank.demo_comparisons(), columns={"item": "case_id", "judge": "physician_group",
+...     "model_a": "response_a_model", "model_b": "response_b_model", "verdict": "winner"})
 >>> res = rank.rank_models(c, n_boot=200)
 >>> res.wide("rank")["physicians"].to_dict()["model_w"]
 1.0

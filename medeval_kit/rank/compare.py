@@ -58,6 +58,38 @@ def rank_agreement(
     ratings (draws where either ranking has no finite MLE are left out). ``top_k`` defaults to 1 and
     half the models. Fewer than three common models: NaN with a note (a rank correlation of two items
     is always +1 or -1).
+
+    Parameters
+    ----------
+    result : RankResult
+        The fit of :func:`medeval_kit.rank.rank_models` holding the judges and the reference.
+    reference : str
+        The judge to compare with (e.g. the physicians).
+    judges : sequence of str, optional
+        The judges to compare; default every judge but the reference.
+    top_k : sequence of int, optional
+        The k of the top-k overlaps; default 1 and half the models.
+
+    Returns
+    -------
+    DataFrame
+        One contract row per judge and metric (``kendall_tau``, ``spearman_rho``, ``top_<k>_overlap``),
+        keys ``judge, reference, metric``, with ``n_models``.
+
+    Raises
+    ------
+    ParameterError
+        ``reference`` or a judge is not in the result.
+
+    Examples
+    --------
+    >>> from medeval_kit import rank
+    >>> c = rank.comparisons(rank.demo_comparisons(n_items=60), columns={"item": "case_id",
+    ...     "judge": "physician_group", "model_a": "response_a_model", "model_b": "response_b_model",
+    ...     "verdict": "winner"})
+    >>> out = rank_agreement(rank.rank_models(c, n_boot=50), "physicians")
+    >>> out["metric"].tolist()
+    ['kendall_tau', 'spearman_rho', 'top_1_overlap', 'top_2_overlap']
     """
     _judge(result, reference, "reference")
     names = [j for j in (judges or result.judges) if j != reference]
@@ -102,6 +134,24 @@ def rank_flips(result: RankResult, *, reference: str | None = None) -> pd.DataFr
     the pair above the higher-ranked one; ``judge_agrees`` says whether the judge's own point estimate
     orders the pair like the reference. A judge (or reference) without a ranking gets one row, rank 0,
     NaN, whose note says why.
+
+    Parameters
+    ----------
+    result : RankResult
+        The fit of :func:`medeval_kit.rank.rank_models`.
+    reference : str, optional
+        The judge whose ranking defines the adjacent pairs; default each judge's own.
+
+    Returns
+    -------
+    DataFrame
+        One contract row per judge and adjacent pair (metric ``p_flip``), keys ``judge, reference, rank,
+        higher, lower, metric``, with ``judge_agrees``, ``n_draws`` and ``strength_gap``.
+
+    Raises
+    ------
+    ParameterError
+        ``reference`` is not a judge of the result.
     """
     if reference is not None:
         _judge(result, reference, "reference")

@@ -44,7 +44,26 @@ _TOL = 1e-10
 
 
 def connected(W: np.ndarray, T: np.ndarray | None = None) -> bool:
-    """Whether the comparison graph (i -> j when i beat or tied j) is strongly connected."""
+    """Whether the comparison graph (i -> j when i beat or tied j) is strongly connected.
+
+    Parameters
+    ----------
+    W : numpy.ndarray
+        (K, K) win counts: ``W[i, j]`` wins of i over j.
+    T : numpy.ndarray, optional
+        (K, K) tie counts; a tie links both ways.
+
+    Returns
+    -------
+    bool
+        True when every model can be reached from every other (a finite maximum-likelihood fit exists).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> connected(np.array([[0, 1], [1, 0]])), connected(np.array([[0, 1], [0, 0]]))
+    (True, False)
+    """
     A = W > 0
     if T is not None:
         A = A | (T > 0)
@@ -116,10 +135,32 @@ def fit_bradley_terry(W: np.ndarray, *, start: np.ndarray | None = None, max_ite
                       tol: float = 1e-12, prior: float | None = None) -> np.ndarray:
     """Return mean-zero Bradley-Terry log-strengths of one (K, K) win matrix (NaN when no finite MLE exists).
 
-    ``W[i, j]`` counts wins of i over j (fractions allowed); ``start`` are starting log-strengths. ``prior``
-    (a precision lambda > 0): the maximum a-posteriori estimate under N(0, 1/lambda) priors on the
-    log-strengths, finite whatever the comparison graph (equal to ``choix.opt_pairwise`` with
-    ``alpha = lambda / 2``).
+    Parameters
+    ----------
+    W : numpy.ndarray
+        (K, K) win counts: ``W[i, j]`` wins of i over j (fractions allowed).
+    start : numpy.ndarray, optional
+        Starting log-strengths.
+    max_iter : int, default 1000
+        Iteration limit of the solver.
+    tol : float, default 1e-12
+        Convergence tolerance.
+    prior : float, optional
+        A precision lambda > 0: the maximum a-posteriori estimate under N(0, 1/lambda) priors on the
+        log-strengths, finite whatever the comparison graph (equal to ``choix.opt_pairwise`` with
+        ``alpha = lambda / 2``).
+
+    Returns
+    -------
+    numpy.ndarray
+        (K,) mean-zero log-strengths; all NaN when no finite MLE exists.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> theta = fit_bradley_terry(np.array([[0, 3], [1, 0]]))
+    >>> round(float(theta[0] - theta[1]), 4)  # log(3/1)
+    1.0986
     """
     import choix
 
@@ -197,9 +238,28 @@ def fit_davidson(W: np.ndarray, T: np.ndarray, *, max_iter: int = _MAX_ITER, tol
 
     ``W`` and ``T`` are (K, K) or (B, K, K). Draws without a finite MLE (graph not strongly connected, or
     all outcomes ties) are NaN; draws without any tie have nu = 0 (log nu = -inf) and Bradley-Terry
-    strengths. ``prior`` (a precision lambda > 0): the maximum a-posteriori estimate under N(0, 1/lambda)
-    priors on the log-strengths (log nu flat), finite whatever the graph; only a draw without any win
-    (all ties: nu unbounded) stays NaN.
+    strengths.
+
+    Parameters
+    ----------
+    W : numpy.ndarray
+        Win counts, (K, K) or (B, K, K): ``W[..., i, j]`` wins of i over j.
+    T : numpy.ndarray
+        Tie counts of the same shape (symmetric).
+    max_iter : int
+        Newton iteration limit.
+    tol : float
+        Convergence tolerance.
+    prior : float, optional
+        A precision lambda > 0: the maximum a-posteriori estimate under N(0, 1/lambda) priors on the
+        log-strengths (log nu flat), finite whatever the graph; only a draw without any win (all ties:
+        nu unbounded) stays NaN.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(theta, log_nu, converged)``: (B, K) mean-zero log-strengths, (B,) log tie parameters and (B,)
+        convergence flags (B = 1 for (K, K) input).
     """
     W = np.asarray(W, dtype=float)
     T = np.asarray(T, dtype=float)
@@ -295,7 +355,24 @@ def _newton(W, T, *, max_iter: int, tol: float, prior: float | None = None):
 
 def information(theta: np.ndarray, W: np.ndarray, T: np.ndarray | None = None,
                 log_nu: float | None = None) -> np.ndarray:
-    """Fisher information over (s_1..s_K[, log nu]) at one fit (Davidson when ``log_nu`` is given and finite)."""
+    """Fisher information over (s_1..s_K[, log nu]) at one fit (Davidson when ``log_nu`` is given and finite).
+
+    Parameters
+    ----------
+    theta : numpy.ndarray
+        (K,) log-strengths.
+    W : numpy.ndarray
+        (K, K) win counts.
+    T : numpy.ndarray, optional
+        (K, K) tie counts (used with ``log_nu``).
+    log_nu : float, optional
+        Davidson's log tie parameter; None or not finite: Bradley-Terry.
+
+    Returns
+    -------
+    numpy.ndarray
+        The (K, K) or, with ties, (K + 1, K + 1) information matrix.
+    """
     theta = np.asarray(theta, dtype=float)
     K = theta.size
     I, J = _pairs(K)
@@ -308,7 +385,25 @@ def information(theta: np.ndarray, W: np.ndarray, T: np.ndarray | None = None,
 def outcome_probabilities(theta: np.ndarray, log_nu: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Return (P(i beats j), P(i ties j)) as (..., K, K) arrays from log-strengths (and Davidson's log nu).
 
-    ``log_nu`` is a number or one per leading row of ``theta``; -inf (no ties) gives Bradley-Terry.
+    Parameters
+    ----------
+    theta : numpy.ndarray
+        Log-strengths, (..., K).
+    log_nu : float or numpy.ndarray, optional
+        Davidson's log tie parameter, a number or one per leading row of ``theta``; None or -inf (no
+        ties) gives Bradley-Terry.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(p_win, p_tie)``, each (..., K, K): P(i beats j) and P(i ties j).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p_win, p_tie = outcome_probabilities(np.array([0.0, 0.0]))
+    >>> float(p_win[0, 1]), float(p_tie[0, 1])
+    (0.5, 0.0)
     """
     theta = np.asarray(theta, dtype=float)
     a, b = theta[..., :, None], theta[..., None, :]

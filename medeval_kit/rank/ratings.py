@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError, SchemaError
-from medeval_kit.results import result_frame, result_row
+from medeval_kit.results import Result, result_frame, result_row
 from medeval_kit.stats import percentile_interval, resample_counts
 
 from .data import COLUMNS
@@ -35,7 +36,7 @@ TIE_LABELS = {
 
 
 @dataclass(frozen=True)
-class RankResult:
+class RankResult(Result):
     """Strengths, ranks and win probabilities per judge, with the bootstrap draws behind their CIs.
 
     ``ratings``: result rows per judge and model, metric ``strength`` (mean-zero log-strength; Wald
@@ -46,6 +47,40 @@ class RankResult:
     models) hold the strengths in ``models`` order (NaN: not estimable), on the same unit draws for all judges.
     ``prior``: the precision of the Gaussian prior on the log-strengths (None: maximum likelihood); under a
     prior the strengths, SEs (posterior SDs) and CIs are those of the shrunk estimate, as their notes say.
+    Made by :func:`rank_models`.
+
+    Attributes
+    ----------
+    ratings : DataFrame
+        Result rows per judge, model and metric (``strength``, ``rank``) with ``se``, ``n_comparisons``,
+        ``wins``, ``losses``, ``ties``, ``log_nu``, ``ties_policy`` and ``prior``.
+    win_probability : DataFrame
+        Result rows per judge, model and opponent, metric ``p_win``, with ``p_tie``, ``p_loss``,
+        ``expected_score`` and the observed pair counts.
+    models : tuple of str
+        The models, in the order of the arrays.
+    judges : tuple of str
+        The judges, in the table's order.
+    ties : str
+        The tie policy (:data:`TIES`).
+    point : mapping of str to numpy.ndarray
+        Per judge, the (K,) log-strengths (NaN: not estimable).
+    draws : mapping of str to numpy.ndarray
+        Per judge, the (n_boot, K) bootstrap log-strengths, on the same unit draws for all judges.
+    units : mapping of str to frozenset
+        Per judge, the units with a scored comparison.
+    log_nu : mapping of str to float
+        Per judge, Davidson's log tie parameter (NaN unless ``ties="davidson"``).
+    n_boot : int
+        Bootstrap draws.
+    confidence : float
+        Coverage of the intervals.
+    seed : int
+        The random seed of the draws.
+    notes : mapping of str to str
+        Per judge, what a reader must know ("" when nothing).
+    prior : float or None
+        The precision of the prior on the log-strengths; None for maximum likelihood.
     """
 
     ratings: pd.DataFrame
@@ -64,17 +99,40 @@ class RankResult:
     prior: float | None = None
 
     def to_frame(self) -> pd.DataFrame:
-        """Return the ratings rows (strength and rank per judge and model)."""
+        """Return the ratings rows (strength and rank per judge and model).
+
+        Returns
+        -------
+        DataFrame
+            :attr:`ratings`, a result-contract table.
+        """
         return self.ratings
 
     def wide(self, metric: str = "strength") -> pd.DataFrame:
-        """Return ``metric`` (strength or rank) as a models x judges table."""
+        """Return ``metric`` (strength or rank) as a models x judges table.
+
+        Parameters
+        ----------
+        metric : {"strength", "rank"}, default "strength"
+            The metric to spread.
+
+        Returns
+        -------
+        DataFrame
+            Models as rows, judges as columns, the estimates as values.
+        """
         d = self.ratings[self.ratings["metric"] == metric]
         return d.pivot(index="model", columns="judge", values="estimate").reindex(index=list(self.models),
                                                                                    columns=list(self.judges))
 
     def summary(self) -> str:
-        """Return one line per judge: its ranking with strengths and rank intervals."""
+        """Return one line per judge: its ranking with strengths and rank intervals.
+
+        Returns
+        -------
+        str
+            The header line and one line per judge.
+        """
         lines = [f"Bradley-Terry ranking ({TIE_LABELS[self.ties]}); {int(self.confidence * 100)}% "
                  f"bootstrap CIs, B = {self.n_boot}" + (f"; {prior_label(self.prior)}" if self.prior else "")]
         for j in self.judges:
@@ -173,6 +231,7 @@ def _check(comparisons: pd.DataFrame, ties: str, n_boot: int, confidence: float,
         raise ParameterError(f"confidence must be between 0 and 1, e.g. 0.95; got {confidence}")
 
 
+@shared_docs
 def rank_models(
     comparisons: pd.DataFrame,
     *,
@@ -194,6 +253,40 @@ def rank_models(
     under independent N(0, 1/lambda) priors on the log-strengths, which is finite whatever the graph and
     shrunk toward equal strength. Every judge is then fitted with it; the ``prior`` column, ``ci_method``
     and ``note`` say so (SEs are posterior SDs, from the penalised information).
+
+    Parameters
+    ----------
+    comparisons : DataFrame
+        The tidy comparisons table (:func:`medeval_kit.rank.comparisons`, :data:`COLUMNS`).
+    ties : {"davidson", "half", "exclude"}, default "davidson"
+        Davidson's tie parameter, half a win each, or ties dropped (:data:`TIES`).
+    {n_boot}
+    {seed}
+    {confidence}
+    prior : float, optional
+        The precision lambda > 0 of N(0, 1/lambda) priors on the log-strengths; None: maximum likelihood.
+
+    Returns
+    -------
+    RankResult
+        Strengths, ranks and win probabilities per judge; ``to_frame()`` gives the ratings rows.
+
+    Raises
+    ------
+    SchemaError
+        The table lacks a column of :data:`COLUMNS`.
+    ParameterError
+        ``ties``, ``n_boot``, ``confidence`` or ``prior`` is invalid.
+
+    Examples
+    --------
+    >>> from medeval_kit import rank
+    >>> c = rank.comparisons(rank.demo_comparisons(n_items=60), columns={"item": "case_id",
+    ...     "judge": "physician_group", "model_a": "response_a_model", "model_b": "response_b_model",
+    ...     "verdict": "winner"})
+    >>> res = rank_models(c, n_boot=50)
+    >>> res.judges
+    ('physicians', 'llm_judge')
     """
     _check(comparisons, ties, n_boot, confidence, prior)
     d = comparisons.reset_index(drop=True)

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from medeval_kit.columns import Columns, apply_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.readers._common import TABLES, ReaderError, ReadResult
 from medeval_kit.readers.alpaca_eval import read_alpaca_eval
 from medeval_kit.readers.healthbench import read_healthbench_meta
@@ -83,15 +85,39 @@ def read_format(fmt: str, path: str | Path, *, table: str | None = None, max_mem
                 max_json_bytes: int | None = None, **options) -> ReadResult | pd.DataFrame:
     """Read ``path`` written by tool ``fmt`` (see :data:`FORMATS`).
 
-    Returns the :class:`ReadResult`, or with ``table=`` the named table as a DataFrame (``"primary"``
-    = the table an analysis of this format needs: judgments, or annotations for ``mtbench_human``
-    and ``healthbench``); a table the file cannot give raises :class:`ReaderError` naming those it can.
-    ``options`` go to the reader (e.g. ``grader=`` for ``healthbench``).
-
     Hostile or broken files raise :class:`ReaderError` (never another exception type). Reads are
-    bounded: ``max_member_bytes`` (Inspect ``.eval`` zip members, default 512 MB or
-    ``MEDEVAL_MAX_MEMBER_MB``) and ``max_json_bytes`` (a JSON file parsed whole, or one JSON line;
-    default 256 MB or ``MEDEVAL_MAX_JSON_MB``); JSON-lines files are streamed.
+    bounded; JSON-lines files are streamed.
+
+    Parameters
+    ----------
+    fmt : str
+        The format name (:data:`FORMATS`; ``"MT-bench"``, ``"mt_bench"`` and ``"mtbench"`` all match).
+    path : str or Path
+        The file.
+    table : str, optional
+        Return this table as a DataFrame instead of the :class:`ReadResult`; ``"primary"`` is the table an
+        analysis of this format needs (judgments, or annotations for ``mtbench_human`` and ``healthbench``).
+    max_member_bytes : int, optional
+        Bound on each Inspect ``.eval`` zip member; default 512 MB or ``MEDEVAL_MAX_MEMBER_MB``.
+    max_json_bytes : int, optional
+        Bound on a JSON file parsed whole, or one JSON line; default 256 MB or ``MEDEVAL_MAX_JSON_MB``.
+    **options
+        Passed to the reader (e.g. ``grader=`` for ``healthbench``).
+
+    Returns
+    -------
+    ReadResult or DataFrame
+        The tables read, or with ``table=`` the one table.
+
+    Raises
+    ------
+    ReaderError
+        An unknown format, a broken file, or a ``table`` the file cannot give (naming those it can).
+
+    Examples
+    --------
+    >>> res = read_format("mtbench", "tests/fixtures/formats/mtbench/gpt-4_pair.jsonl")  # doctest: +SKIP
+    >>> res.summary()                                                                    # doctest: +SKIP
     """
     squash = {k.replace("_", ""): k for k in FORMATS}  # "MT-bench", "mt_bench", "AlpacaEval" all match
     key = squash.get(str(fmt).strip().lower().replace("-", "").replace("_", ""))
@@ -128,7 +154,15 @@ _NEEDS = {
 
 
 def add_from_option(parser, table: str) -> None:
-    """Add ``--from FORMAT`` to an analysis command that needs the tidy ``table`` (annotations or judgments)."""
+    """Add ``--from FORMAT`` to an analysis command that needs the tidy ``table`` (annotations or judgments).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The command's parser.
+    table : str
+        The table the command reads (``"annotations"`` or ``"judgments"``), named in the help.
+    """
     parser.add_argument(
         "--from", dest="from_format", metavar="FORMAT", choices=sorted(FORMATS), default=None,
         help=f"FILE is another tool's results file in FORMAT, one of {', '.join(FORMATS)} (the formats of "
@@ -140,9 +174,30 @@ def add_from_option(parser, table: str) -> None:
 def read_for_command(fmt: str, path: str | Path, table: str, *, command: str, **options) -> pd.DataFrame:
     """``--from FORMAT`` of the analysis commands: the tidy ``table`` of ``path``, the summary on stderr.
 
-    Reads with :func:`read_format` (``options`` go to the reader), prints :meth:`ReadResult.summary` to
-    stderr and returns the table. A file that cannot give ``table`` raises :class:`ReaderError` naming
-    the format, what it gives, and what to do instead.
+    Reads with :func:`read_format`, prints :meth:`ReadResult.summary` to stderr and returns the table.
+
+    Parameters
+    ----------
+    fmt : str
+        The format name (:data:`FORMATS`).
+    path : str or Path
+        The file.
+    table : str
+        The table the command needs (``"annotations"`` or ``"judgments"``).
+    command : str
+        The command's name, for the error message.
+    **options
+        Passed to the reader.
+
+    Returns
+    -------
+    DataFrame
+        The tidy ``table``.
+
+    Raises
+    ------
+    ReaderError
+        The file cannot give ``table``; the message names the format, what it gives and what to do instead.
     """
     res = read_format(fmt, path, **options)
     print(res.summary(), file=sys.stderr)
@@ -176,12 +231,31 @@ def read_for_command(fmt: str, path: str | Path, table: str, *, command: str, **
 _TEXT_KINDS = ("str",)
 
 
-def read_tidy(path: str | Path, table: str) -> pd.DataFrame:
+@shared_docs
+def read_tidy(path: str | Path, table: str, *, columns: Columns = None) -> pd.DataFrame:
     """Read a tidy table written by ``medeval import`` (CSV, JSONL or Parquet) with the schema's dtypes.
 
     Text columns stay text (an item id ``2`` stays ``"2"``; a label ``NA`` stays ``"NA"``), only an
     empty cell is missing; ``repeat`` is an integer and ``score`` a float, so
     :func:`medeval_kit.schemas.validate` accepts the table as written.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.csv``, ``.tsv``, ``.jsonl`` or ``.parquet`` file.
+    table : str
+        The table's schema name (``"judgments"``, ``"annotations"``, ...; :data:`medeval_kit.schemas.SCHEMAS`).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        The table under the canonical names, with the schema's dtypes.
+
+    Raises
+    ------
+    ReaderError
+        An unknown file type.
     """
     from medeval_kit.schemas import SCHEMAS
 
@@ -189,16 +263,19 @@ def read_tidy(path: str | Path, table: str) -> pd.DataFrame:
     schema = SCHEMAS[table]
     text_cols = [c.name for c in schema.columns if c.kind in _TEXT_KINDS] + (["label"] if table == "annotations" else [])
     suf = p.suffix.lower()
+    yours = dict(columns or {})
+    as_text = {yours.get(c, c): str for c in text_cols}  # the text columns under the file's own names
     if suf in (".csv", ".tsv"):
         # only an empty cell is missing, in every column ("NA" or "None" written by a tool stays text)
-        df = pd.read_csv(p, sep="\t" if suf == ".tsv" else ",", dtype={c: str for c in text_cols},
+        df = pd.read_csv(p, sep="\t" if suf == ".tsv" else ",", dtype=as_text,
                          keep_default_na=False, na_values=[""])
     elif suf in (".jsonl", ".ndjson"):
-        df = pd.read_json(p, lines=True, dtype={c: str for c in text_cols})
+        df = pd.read_json(p, lines=True, dtype=as_text)
     elif suf in (".parquet", ".pq"):
         df = pd.read_parquet(p)
     else:
         raise ReaderError(f"{p}: unknown file type {suf!r}; use .csv, .tsv, .jsonl or .parquet")
+    df = apply_columns(df, columns, where=str(p))
     for c in text_cols:
         if c in df.columns:
             df[c] = df[c].astype(object).where(df[c].notna(), None)

@@ -206,8 +206,29 @@ class ReadResult:
     """The tidy tables read from one file of another tool, with what was read and dropped.
 
     ``judgments``, ``annotations``, ``items`` and ``responses`` are validated tables or ``None``
-    when the file does not hold that kind of data. ``primary`` names the table an analysis
-    command needs by default (:meth:`table`). ``dropped`` lists ``(reason, count, first location)``.
+    when the file does not hold that kind of data. It carries tables and counts, not statistics:
+    :meth:`to_frame` is its counts table.
+
+    Parameters
+    ----------
+    format : str
+        The format name (:data:`medeval_kit.readers.FORMATS`).
+    source : str
+        The file read.
+    primary : str
+        The table an analysis command needs by default (:meth:`table`).
+    judgments, annotations, items, responses : DataFrame, optional
+        The validated tidy tables; ``None`` when the file holds no such data.
+    n_records : int, default 0
+        Records read.
+    record_unit : str, default "records"
+        What a record is (``"samples"``, ``"votes"`` ...).
+    dropped : tuple of (str, int, str)
+        ``(reason, count, first location)`` of what was dropped.
+    notes : tuple of str
+        Anything a reader of the tables must know.
+    reader : str, default ""
+        The implementation used (e.g. ``"inspect_ai"``), when there is a choice.
     """
 
     format: str
@@ -249,7 +270,13 @@ class ReadResult:
         return df
 
     def to_frame(self) -> pd.DataFrame:
-        """One tidy row per count: ``kind`` (records, table, dropped), ``name``, ``n``, ``where``."""
+        """One tidy row per count: ``kind`` (records, table, dropped), ``name``, ``n``, ``where``.
+
+        Returns
+        -------
+        DataFrame
+            The counts (a description of the read, not a statistic).
+        """
         rows = [{"kind": "records", "name": self.record_unit, "n": self.n_records, "where": ""}]
         rows += [{"kind": "table", "name": t, "n": len(df), "where": ""} for t, df in self.tables.items()]
         rows += [{"kind": "dropped", "name": r, "n": n, "where": w} for r, n, w in self.dropped]

@@ -56,9 +56,30 @@ __all__ = ["read_alpaca_eval"]
 def read_alpaca_eval(path: str | Path, *, annotator: str | None = None, max_json_bytes: int | None = None) -> ReadResult:
     """Read an AlpacaEval ``annotations.json`` into pairwise judgments (and annotations, items, responses).
 
-    ``annotator`` names the judge for files whose records have no ``annotator`` field; a record's own
-    ``annotator`` always wins. ``max_json_bytes`` bounds the file (parsed whole). See the module
-    docstring for the mapping and its sources.
+    See the module docstring for the mapping and its sources.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    annotator : str, optional
+        The judge's name for files whose records have no ``annotator`` field; a record's own
+        ``annotator`` always wins.
+    max_json_bytes : int, optional
+        Bound on a JSON file parsed whole, or on one JSON line; default 256 MB or ``MEDEVAL_MAX_JSON_MB``
+        (:mod:`medeval_kit.readers._limits`).
+
+    Returns
+    -------
+    ReadResult
+        The validated tables (``None`` where the file has no such data), the records read and the
+        rows dropped with their reasons.
+
+    Raises
+    ------
+    ReaderError
+        A missing, broken or hostile file (never another exception type); the message names the
+        file, the record and the field.
     """
     src = str(path)
     recs = iter_records(path, max_json_bytes)

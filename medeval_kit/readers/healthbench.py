@@ -75,9 +75,29 @@ def _conversation(prompt, completion) -> str | None:
 def read_healthbench_meta(path: str | Path, *, grader: str = "grader", max_json_bytes: int | None = None) -> ReadResult:
     """Read a HealthBench meta-evaluation JSONL into physician and grader annotations (and items).
 
-    ``grader`` names the rater of the grader labels (``criteria_met`` / ``grader_response`` on each
-    line). The file is streamed line by line; ``max_json_bytes`` bounds one line. See the module
-    docstring for the mapping and its sources.
+    The file is streamed line by line. See the module docstring for the mapping and its sources.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    grader : str, default "grader"
+        The rater name given to the grader labels (``criteria_met`` / ``grader_response`` on each line).
+    max_json_bytes : int, optional
+        Bound on a JSON file parsed whole, or on one JSON line; default 256 MB or ``MEDEVAL_MAX_JSON_MB``
+        (:mod:`medeval_kit.readers._limits`).
+
+    Returns
+    -------
+    ReadResult
+        The validated tables (``None`` where the file has no such data), the records read and the
+        rows dropped with their reasons.
+
+    Raises
+    ------
+    ReaderError
+        A missing, broken or hostile file (never another exception type); the message names the
+        file, the record and the field.
     """
     src = str(path)
     recs = iter_records(path, max_json_bytes)

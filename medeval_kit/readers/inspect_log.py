@@ -68,12 +68,34 @@ def read_inspect(path: str | Path, *, use_inspect_ai: bool | None = None, max_me
                  max_json_bytes: int | None = None) -> ReadResult:
     """Read an Inspect AI log (``.eval`` or ``.json``) into judgments, items and responses.
 
-    ``use_inspect_ai``: ``None`` (default) reads with ``inspect_ai.log.read_eval_log`` when the
-    package is installed (``pip install 'medeval_kit[inspect]'``), else with the built-in reader of
-    the documented layout; ``True`` requires inspect_ai; ``False`` always uses the built-in reader.
-    ``max_member_bytes`` bounds each zip member of an ``.eval`` (declared and inflated size) and
-    ``max_json_bytes`` a ``.json`` log (see :mod:`medeval_kit.readers._limits`). See the module
-    docstring for the mapping and the sources it was checked against.
+    See the module docstring for the mapping and the sources it was checked against.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    use_inspect_ai : bool, optional
+        ``None`` (default) reads with ``inspect_ai.log.read_eval_log`` when the package is installed
+        (``pip install 'medeval_kit[inspect]'``), else with the built-in reader of the documented
+        layout; ``True`` requires inspect_ai; ``False`` always uses the built-in reader.
+    max_member_bytes : int, optional
+        Bound on each zip member of an ``.eval`` (declared and inflated size); default 512 MB or
+        ``MEDEVAL_MAX_MEMBER_MB``.
+    max_json_bytes : int, optional
+        Bound on a JSON file parsed whole, or on one JSON line; default 256 MB or ``MEDEVAL_MAX_JSON_MB``
+        (:mod:`medeval_kit.readers._limits`).
+
+    Returns
+    -------
+    ReadResult
+        The validated tables (``None`` where the file has no such data), the records read and the
+        rows dropped with their reasons.
+
+    Raises
+    ------
+    ReaderError
+        A missing, broken or hostile file (never another exception type); the message names the
+        file, the record and the field.
     """
     p = Path(path)
     src = str(p)

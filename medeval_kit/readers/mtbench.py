@@ -94,10 +94,32 @@ def read_mtbench(path: str | Path, *, inconsistent: str = "tie", max_json_bytes:
     """Read FastChat's ``*_pair.jsonl`` (pairwise, both orders) or ``*_single.jsonl`` (1-10 grading).
 
     Pairwise files give ``judgments`` (one row per game) and ``annotations`` (one resolved label per
-    pair and judge with :func:`medeval_kit.pairwise.resolve_orders`; ``inconsistent="tie"`` is
-    FastChat's own rule in ``show_result.py``; ``"drop"`` leaves them unlabelled). Single files give
-    rubric ``judgments``. The file is streamed line by line; ``max_json_bytes`` bounds one line (or a
-    JSON array file). See the module docstring for the mapping and its sources.
+    pair and judge with :func:`medeval_kit.pairwise.resolve_orders`). Single files give rubric
+    ``judgments``. The file is streamed line by line. See the module docstring for the mapping and
+    its sources.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    inconsistent : {"tie", "drop"}, default "tie"
+        The label of a pair whose two orders disagree: ``"tie"`` is FastChat's own rule in
+        ``show_result.py``; ``"drop"`` leaves it unlabelled.
+    max_json_bytes : int, optional
+        Bound on a JSON file parsed whole, or on one JSON line; default 256 MB or ``MEDEVAL_MAX_JSON_MB``
+        (:mod:`medeval_kit.readers._limits`).
+
+    Returns
+    -------
+    ReadResult
+        The validated tables (``None`` where the file has no such data), the records read and the
+        rows dropped with their reasons.
+
+    Raises
+    ------
+    ReaderError
+        A missing, broken or hostile file (never another exception type); the message names the
+        file, the record and the field.
     """
     src = str(path)
     recs = iter_records(path, max_json_bytes)
@@ -281,7 +303,30 @@ def read_mtbench_human(path: str | Path, *, rater_kinds: Mapping[str, str] | Non
     judge names must be given in ``rater_kinds={"name": "human" | "llm"}``. ``label`` is A/B/tie for
     the sorted model pair (``tie (bothbad)`` -> ``tie``; the raw winner is kept). When the votes carry
     ``conversation_a``/``conversation_b``, items (one per question and turn) and responses are built.
-    A JSON-lines file is streamed; ``max_json_bytes`` bounds one line (or a JSON array file).
+    A JSON-lines file is streamed.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    rater_kinds : mapping of str to str, optional
+        ``{judge name: "human" | "llm"}`` for judges other than FastChat's ``expert_*`` / ``author_*``
+        and ``[model, prompt]`` judges.
+    max_json_bytes : int, optional
+        Bound on a JSON file parsed whole, or on one JSON line; default 256 MB or ``MEDEVAL_MAX_JSON_MB``
+        (:mod:`medeval_kit.readers._limits`).
+
+    Returns
+    -------
+    ReadResult
+        The validated tables (``None`` where the file has no such data), the records read and the
+        rows dropped with their reasons.
+
+    Raises
+    ------
+    ReaderError
+        A missing, broken or hostile file (never another exception type); the message names the
+        file, the record and the field.
     """
     src = str(path)
     recs = iter_records(path, max_json_bytes)

@@ -175,8 +175,27 @@ def _graded_rows(r: dict, where: str, src: str, base: dict, declared: list[dict]
 def read_promptfoo(path: str | Path, *, max_json_bytes: int | None = None) -> ReadResult:
     """Read a promptfoo ``results.json`` into judgments (llm-rubric, select-best), items and responses.
 
-    ``max_json_bytes`` bounds the file (parsed whole). See the module docstring for the mapping and
-    the sources it was checked against.
+    See the module docstring for the mapping and the sources it was checked against.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    max_json_bytes : int, optional
+        Bound on a JSON file parsed whole, or on one JSON line; default 256 MB or ``MEDEVAL_MAX_JSON_MB``
+        (:mod:`medeval_kit.readers._limits`).
+
+    Returns
+    -------
+    ReadResult
+        The validated tables (``None`` where the file has no such data), the records read and the
+        rows dropped with their reasons.
+
+    Raises
+    ------
+    ReaderError
+        A missing, broken or hostile file (never another exception type); the message names the
+        file, the record and the field.
     """
     src = str(path)
     results, config, version = _summary(load_json(path, max_json_bytes), src)

@@ -79,7 +79,18 @@ __all__ = [
 
 
 def paper_contradictions(papers: list[str] | None = None) -> pd.DataFrame:
-    """Where papers contradict themselves or their code (from the data files): paper, where, says, but, consequence."""
+    """List where papers contradict themselves or their code, from the data files.
+
+    Parameters
+    ----------
+    papers : list of str, optional
+        Canonical paper ids; default every paper with a data file.
+
+    Returns
+    -------
+    DataFrame
+        ``paper, where, says, but, consequence``, one row per contradiction.
+    """
     ids = paper_ids() if papers is None else papers
     frames = [load_paper(p).contradictions_frame() for p in ids]
     frames = [f for f in frames if len(f)]

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.agreement import AgreementError, StudyInputs
+from medeval_kit.docstrings import shared_docs
 
 __all__ = ["STUDY_DATASETS", "load_study"]
 
@@ -62,15 +63,30 @@ STUDY_DATASETS = {"pandalm": _pandalm, "medqg_table19": _medqg_table19, "synthet
 """Bundled panel name -> its builder (seed -> StudyInputs)."""
 
 
+@shared_docs
 def load_study(dataset: str = "pandalm", *, raters=None, criterion: str | None = None, seed: int = 0) -> StudyInputs:
-    """Annotations plus the human/judge roles for the agreement study.
+    """Load a bundled agreement study: annotations plus who is human and who is a judge.
 
     ``pandalm``: 3 annotators vs GPT-3.5 and PandaLM-7B (GPT-3.5's 25 unparseable outputs stay NA).
-    ``medqg_table19``: 6 LLM judges vs Expert X; the position-inconsistent code (-1) is an
-    explicit ``inconsistent`` label treated as an abstention. ``synthetic``: a MedQADE-shaped
-    design (9 physicians, 9 LLM annotators, binary correct/incorrect, 200 items, planted kappas).
-    ``sparse_synthetic``: 107 physicians with 2-4 labels per item and 2 judges. ``raters``
-    (list or comma-separated) keeps only those raters; ``criterion`` overrides the dataset's.
+    ``medqg_table19``: 6 LLM judges vs Expert X; the position-inconsistent code (-1) is an explicit
+    ``inconsistent`` label treated as an abstention. ``synthetic``: a MedQADE-shaped design (9 physicians,
+    9 LLM annotators, binary correct/incorrect, 200 items, planted kappas). ``sparse_synthetic``: 107
+    physicians with 2-4 labels per item and 2 judges.
+
+    Parameters
+    ----------
+    dataset : {"pandalm", "medqg_table19", "synthetic", "sparse_synthetic"}, default "pandalm"
+        The bundled study.
+    raters : list of str or str, optional
+        Keep only these raters (a list or a comma-separated string).
+    criterion : str, optional
+        Override the dataset's criterion.
+    {seed}
+
+    Returns
+    -------
+    StudyInputs
+        The annotations, the humans, the judges and the reference.
     """
     if dataset in NO_HUMAN_RATINGS:
         raise AgreementError(NO_HUMAN_RATINGS[dataset])

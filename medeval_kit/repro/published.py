@@ -147,7 +147,19 @@ def _plain(d: Decimal) -> str:
 
 @dataclass(frozen=True)
 class Printed:
-    """A number as a paper prints it: its value, decimals and whether it is a percentage."""
+    """A number as a paper prints it: its value, decimals and whether it is a percentage.
+
+    Parameters
+    ----------
+    text : str
+        The value exactly as printed (``"87.5%"``).
+    number : float
+        Its value (``87.5``).
+    decimals : int
+        The printed decimals (the precision ours is compared at).
+    percent : bool
+        Printed with ``%``.
+    """
 
     text: str
     number: float
@@ -252,6 +264,23 @@ class Printed:
 def parse_printed(text: str) -> Printed:
     """Parse a printed value (``"0.85"``, ``"105"``, ``"87.5%"``, ``"-0.0636"``).
 
+    Parameters
+    ----------
+    text : str
+        The value as printed.
+
+    Returns
+    -------
+    Printed
+        Its value, decimals and percent flag.
+
+    Raises
+    ------
+    DataFileError
+        ``text`` is not a number as papers print them (a ``ValueError``).
+
+    Examples
+    --------
     >>> parse_printed("87.5%")
     Printed(text='87.5%', number=87.5, decimals=1, percent=True)
     """
@@ -476,13 +505,40 @@ def cause_problem(why: str) -> str:
 class Published:
     """A number a paper prints, beside ours, with its status by the rule and the reason.
 
-    Build it with :meth:`check` (or :meth:`Paper.check`); the constructor refuses a status that the
-    rule does not give for ``value``, ``ours`` (or ``interval``) and ``basis``, a status other than
-    ``reproduced`` without a reason, and a ``consistent`` number without ``how``.
+    Build it with :meth:`check` (or :meth:`Paper.check`); the constructor refuses a status that the rule
+    does not give for ``value``, ``ours`` (or ``interval``) and ``basis``, a status other than ``reproduced``
+    without a reason, and a ``consistent`` number without ``how``.
 
-    ``ours`` is a number (for an interval: its value nearest the printed one); ``cause`` is the
-    ``why`` of a ``differs`` or ``not recoverable`` row; ``match`` says whether ours ``rounds`` or
-    ``truncates`` to the printed value.
+    Parameters
+    ----------
+    paper : str
+        The paper's canonical id (``pandalm-2024``).
+    id : str
+        The number's id in the paper's data file.
+    source : str
+        Where the paper prints it (``Table 6``).
+    quantity : str
+        What it is, in words.
+    value : str
+        The value exactly as printed.
+    ours : float or None
+        Our value (for an interval: its value nearest the printed one); ``None`` when not recoverable.
+    status : {"reproduced", "consistent", "differs", "not recoverable"}
+        The status; it must be the one :data:`~medeval_kit.repro.published.STATUS_RULES` gives.
+    reason : str
+        Why, for every status but ``reproduced``.
+    note : str
+        Anything else a reader must know.
+    kind : {"printed", "derived"}
+        ``derived`` numbers are checked but not counted among the printed ones.
+    basis : {"independent", "consistent"}
+        Ours computed from public data, or from the paper's own other numbers.
+    interval : (float, float), optional
+        Ours as an interval (interval arithmetic on rounded inputs).
+    cause : str
+        The ``why`` of a ``differs`` or ``not recoverable`` row.
+    how : str
+        How a ``consistent`` number follows from the others.
     """
 
     paper: str
@@ -614,7 +670,18 @@ class Published:
 
 
 def to_frame(rows: Iterable[Published]) -> pd.DataFrame:
-    """The published-numbers table: paper, source, quantity, published (as printed), ours, status, kind, note."""
+    """Return the published-numbers table.
+
+    Parameters
+    ----------
+    rows : iterable of Published
+        Checked numbers.
+
+    Returns
+    -------
+    DataFrame
+        One row per number: ``paper, source, quantity, published`` (as printed), ``ours, status, kind, note``.
+    """
     out = pd.DataFrame([r.to_row() for r in rows], columns=COLUMNS)
     out["ours"] = out["ours"].astype(float)
     return out
@@ -625,7 +692,25 @@ def to_frame(rows: Iterable[Published]) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class Number:
-    """One number of a paper data file: printed by the paper, or derived by us from printed numbers."""
+    """One number of a paper data file: printed by the paper, or derived by us from printed numbers.
+
+    Parameters
+    ----------
+    id : str
+        The number's id, unique in the file.
+    source : str
+        Where the paper prints it.
+    quantity : str
+        What it is, in words.
+    value : str
+        The value exactly as printed (a quoted string in the YAML).
+    not_recoverable : str
+        Why the public data cannot give ours; empty when it can.
+    note : str
+        Anything else a reader must know.
+    kind : {"printed", "derived"}
+        Printed by the paper, or derived by us from printed numbers.
+    """
 
     id: str
     source: str
@@ -638,7 +723,27 @@ class Number:
 
 @dataclass(frozen=True)
 class Paper:
-    """A paper data file: canonical id, citation, printed numbers, printed inputs and contradictions."""
+    """A paper data file: canonical id, citation, printed numbers, printed inputs and contradictions.
+
+    Parameters
+    ----------
+    id : str
+        The canonical id, ``name-year`` (``mcqg-srefine-2025``).
+    citation : str
+        The full citation.
+    numbers : mapping of str to Number
+        The checked numbers by id.
+    url : str
+        Where the paper is.
+    short : str
+        A short name for tables.
+    inputs : mapping
+        The printed inputs the checks compute from.
+    contradictions : tuple
+        Where the paper contradicts itself or its code (``where``, ``says``, ``but``, ``consequence``).
+    path : str
+        The data file it was read from.
+    """
 
     id: str
     citation: str
@@ -733,7 +838,18 @@ def published_dir() -> Path:
 
 
 def paper_ids(folder: str | Path | None = None) -> list[str]:
-    """The canonical paper ids that have a data file."""
+    """List the canonical paper ids that have a data file.
+
+    Parameters
+    ----------
+    folder : path-like, optional
+        The folder of data files; default ``data/published/``.
+
+    Returns
+    -------
+    list of str
+        The ids, sorted.
+    """
     d = Path(folder) if folder else published_dir()
     return sorted(p.stem for p in d.glob("*.yaml"))
 
@@ -833,7 +949,23 @@ def _load(path: str, mtime: float) -> Paper:
 
 
 def load_paper(paper_id: str) -> Paper:
-    """The data file of one paper (``data/published/<paper_id>.yaml``), checked against the schema."""
+    """Read the data file of one paper, checked against the schema.
+
+    Parameters
+    ----------
+    paper_id : str
+        The canonical id; the file is ``data/published/<paper_id>.yaml`` (the project's, else the toolkit's).
+
+    Returns
+    -------
+    Paper
+        The paper's numbers, inputs and contradictions.
+
+    Raises
+    ------
+    DataFileError
+        No such file, or it does not fit the schema (the message names the file and the entry).
+    """
     p = published_dir() / f"{paper_id}.yaml"
     if not p.exists():
         raise DataFileError(f"{p}: no data file for paper {paper_id!r}; known papers: {paper_ids()}")

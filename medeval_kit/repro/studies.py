@@ -9,6 +9,7 @@ import pandas as pd
 
 from medeval_kit import datasets, judge
 from medeval_kit.agreement import majority_vote
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
 from medeval_kit.judge.engine import text
 from medeval_kit.repro.papers import (
@@ -79,7 +80,21 @@ STUDIES: dict[str, Callable[..., list[Published]]] = {
 
 
 def study_numbers(study: str, **inputs) -> list[Published]:
-    """The :class:`Published` rows one study checks."""
+    """Return the checked published numbers of one study.
+
+    Parameters
+    ----------
+    study : str
+        The study (``agreement``, ``rounds``, ``position_bias``, ``length_and_self_preference``,
+        ``generation`` ...).
+    **inputs
+        What the study computes ours from (see :func:`published_numbers`).
+
+    Returns
+    -------
+    list of Published
+        One row per number.
+    """
     try:
         fn = STUDIES[study]
     except KeyError:
@@ -88,19 +103,41 @@ def study_numbers(study: str, **inputs) -> list[Published]:
 
 
 def published_numbers(study: str, **inputs) -> pd.DataFrame:
-    """The published-numbers table of one study: paper, source, quantity, published, ours, status, kind, note.
+    """Return the published-numbers table of one study.
 
-    ``paper`` is the canonical paper id; ``published`` the value as printed; ``status`` one of
-    ``reproduced``, ``consistent``, ``differs``, ``not recoverable`` by its rule
-    (:data:`~medeval_kit.repro.published.STATUS_RULES`); ``kind`` ``printed`` or ``derived``. Inputs by study:
-    ``agreement(part, annotations, n_boot, seed)``, ``rounds(rounds_df)``,
-    ``position_bias(estimates)``, ``length_and_self_preference()``, ``generation(mmlu_results)``.
+    Parameters
+    ----------
+    study : str
+        The study.
+    **inputs
+        What the study computes ours from: ``agreement(part, annotations, n_boot, seed)``,
+        ``rounds(rounds_df)``, ``position_bias(estimates)``, ``length_and_self_preference()``,
+        ``generation(mmlu_results)``.
+
+    Returns
+    -------
+    DataFrame
+        ``paper, source, quantity, published, ours, status, kind, note``: ``paper`` is the canonical paper
+        id; ``published`` the value as printed; ``status`` one of ``reproduced``, ``consistent``,
+        ``differs``, ``not recoverable`` by its rule (:data:`~medeval_kit.repro.published.STATUS_RULES`);
+        ``kind`` ``printed`` or ``derived``.
     """
     return to_frame(study_numbers(study, **inputs))
 
 
 def papers_for(dataset: str) -> list[str]:
-    """Papers whose numbers one agreement-study dataset checks (``synthetic`` = the printed arithmetic)."""
+    """List the papers whose numbers one agreement-study dataset checks.
+
+    Parameters
+    ----------
+    dataset : str
+        A bundled agreement dataset (``synthetic`` = the printed arithmetic).
+
+    Returns
+    -------
+    list of str
+        Canonical paper ids.
+    """
     return {"pandalm": [pandalm_2024.PAPER], "medqg_table19": [mcqg_srefine_2025.PAPER]}.get(
         dataset, [longform_medqa_2024.PAPER, medqade_2026.PAPER, mcqg_srefine_2025.PAPER])
 
@@ -161,15 +198,32 @@ JUDGING_INPUTS: dict[tuple[str, str], Callable[[int | None, int], tuple[pd.DataF
 """(dataset, protocol) -> ``f(n_items, seed)`` returning the judging notebook's input table and options."""
 
 
+@shared_docs
 def judging_inputs(protocol: str, dataset: str, *, n_items: int | None = None,
                    seed: int = 0) -> tuple[pd.DataFrame, dict]:
-    """The input table and keyword arguments to judge bundled ``dataset`` with ``protocol``.
+    """Return the input table and keyword arguments to judge a bundled dataset with a protocol.
 
-    ``pandalm`` x ``pairwise`` (rubric ``overall``), ``multi_response`` (the two responses scored
-    together) or ``reference`` (response 2 graded against response 1); ``medqg`` x ``rubric`` (the
-    MCQ on MCQG-SRefine's 30 aspects) or ``multi_answer`` (keyed answer and distractors graded
-    against the key). ``n_items`` takes a seeded subset of question items, nested: the first ``n_items`` of
-    one seeded permutation, so ``n_items=10`` asks nothing that ``n_items=40`` (same seed) has not cached.
+    ``pandalm`` x ``pairwise`` (rubric ``overall``), ``multi_response`` (the two responses scored together)
+    or ``reference`` (response 2 graded against response 1); ``medqg`` x ``rubric`` (the MCQ on
+    MCQG-SRefine's 30 aspects) or ``multi_answer`` (keyed answer and distractors graded against the key).
+
+    Parameters
+    ----------
+    protocol : str
+        The judge protocol.
+    dataset : {"pandalm", "medqg"}
+        The bundled dataset.
+    n_items : int, optional
+        A seeded subset of question items, nested: the first ``n_items`` of one seeded permutation, so
+        ``n_items=10`` asks nothing that ``n_items=40`` (same seed) has not cached.
+    {seed}
+
+    Returns
+    -------
+    data : DataFrame
+        The protocol's input table.
+    kwargs : dict
+        Its keyword arguments (columns, criteria, template ...).
     """
     try:
         build = JUDGING_INPUTS[(dataset, protocol)]
@@ -182,7 +236,13 @@ def judging_inputs(protocol: str, dataset: str, *, n_items: int | None = None,
 
 
 def pandalm_humans() -> pd.DataFrame:
-    """PandaLM's human annotations (A/B/tie per item from its 3 annotators)."""
+    """Return PandaLM's human annotations (A/B/tie per item from its 3 annotators).
+
+    Returns
+    -------
+    DataFrame
+        ``item, rater, label`` (and ``criterion``).
+    """
     ann = datasets.load_pandalm().annotations
     return ann[ann["rater_kind"] == "human"]
 
@@ -192,7 +252,13 @@ _PREFERENCE_SCORES = {"A": {"A": 2.0, "B": 1.0}, "B": {"A": 1.0, "B": 2.0}, "tie
 
 
 def pandalm_reference_scores() -> pd.DataFrame:
-    """Reference scores (item, target, score) of PandaLM's two responses from the human majority."""
+    """Return reference scores of PandaLM's two responses from the human majority.
+
+    Returns
+    -------
+    DataFrame
+        ``item, target, score``.
+    """
     maj = majority_vote(pandalm_humans()).dropna(subset=["label"]).set_index("item")["label"]
     slots = datasets.load_pandalm().responses
     slots = slots[slots["item"].isin(maj.index)]
@@ -208,6 +274,19 @@ JUDGING_HUMANS: dict[tuple[str, str], Callable[[], pd.DataFrame]] = {
 
 
 def judging_humans(protocol: str, dataset: str) -> pd.DataFrame | None:
-    """The bundled human labels for judging ``dataset`` with ``protocol``, or None where there are none."""
+    """Return the bundled human labels for judging a dataset with a protocol.
+
+    Parameters
+    ----------
+    protocol : str
+        The judge protocol.
+    dataset : str
+        The bundled dataset.
+
+    Returns
+    -------
+    DataFrame or None
+        Annotations, or ``None`` where there are none.
+    """
     build = JUDGING_HUMANS.get((dataset, protocol))
     return build() if build else None

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit.errors import ParameterError
-from medeval_kit.results import result_frame, result_row
+from medeval_kit.results import Result, result_frame, result_row
 
 __all__ = ["CURVE_PARAMS", "introspection_curve", "CurveFit", "fit_introspection_curve"]
 
@@ -22,6 +22,22 @@ _FIT_METHOD = "scipy.optimize.least_squares"
 def introspection_curve(t: Any, a: float, b: float, c: float, power: int = 3) -> np.ndarray:
     """Return f(t) = a / (1 + exp(-b t - c))**power (a fraction).
 
+    Parameters
+    ----------
+    t : float or array-like
+        The round (or time).
+    a, b, c : float
+        The ceiling, the slope and the offset.
+    power : int, default 3
+        The exponent.
+
+    Returns
+    -------
+    numpy.ndarray
+        f(t), the shape of ``t``.
+
+    Examples
+    --------
     >>> round(float(introspection_curve(6, a=0.5274, b=0.453, c=2.83)) * 100, 2)
     52.13
     """
@@ -30,9 +46,30 @@ def introspection_curve(t: Any, a: float, b: float, c: float, power: int = 3) ->
 
 
 @dataclass(frozen=True)
-class CurveFit:
-    """Least-squares fit of :func:`introspection_curve`; ``params`` are a, b, c; ``start`` the values
-    the fit started from (the fixed parameters keep them)."""
+class CurveFit(Result):
+    """Least-squares fit of :func:`introspection_curve` (made by :func:`fit_introspection_curve`).
+
+    Attributes
+    ----------
+    params : dict
+        The fitted a, b, c (the fixed ones at their start values).
+    free : tuple of str
+        The parameters that were fitted.
+    n_points : int
+        The points fitted.
+    rss : float
+        The residual sum of squares.
+    converged : bool
+        Whether the optimiser converged.
+    note : str
+        What a reader must know ("" when nothing).
+    t, y : tuple of float
+        The points fitted.
+    start : dict
+        The values the fit started from (the fixed parameters keep them).
+    power : int
+        The curve's exponent.
+    """
 
     params: dict
     free: tuple
@@ -55,8 +92,14 @@ class CurveFit:
         return introspection_curve(t, self.params["a"], self.params["b"], self.params["c"], self.power)
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per parameter: ``param``, the contract columns (no CI is computed), then
-        ``free, start, dof, rss, converged, fit_method``."""
+        """Return one row per parameter.
+
+        Returns
+        -------
+        DataFrame
+            ``param``, the contract columns (no CI is computed), then ``free, start, dof, rss, converged,
+            fit_method``.
+        """
         return result_frame([
             result_row(v, n_items=self.n_points, note=self.note, param=k, free=k in self.free,
                        start=self.start.get(k, np.nan), dof=self.dof, rss=self.rss, converged=self.converged,
@@ -65,7 +108,13 @@ class CurveFit:
         ], keys=["param"])
 
     def summary(self) -> str:
-        """One line: the curve, its parameters, free set, dof and rss."""
+        """Return one line: the curve, its parameters, free set, dof and rss.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         p = ", ".join(f"{k}={v:.4g}" for k, v in self.params.items())
         return (f"f(t)=a/(1+e^(-bt-c))^{self.power} fit on {self.n_points} points ({p}; free {self.free}, "
                 f"dof {self.dof}, rss {self.rss:.3g})")
@@ -79,9 +128,39 @@ def fit_introspection_curve(
     free: Sequence[str] = CURVE_PARAMS,
     power: int = 3,
 ) -> CurveFit:
-    """Fit the free parameters of f(t) to (t, y) (y as fractions), starting from ``p0`` (a, b, c);
-    the parameters not in ``free`` stay at ``p0``. Three free parameters on three points
-    interpolate (dof 0, no uncertainty)."""
+    """Fit the free parameters of f(t) to (t, y) by least squares.
+
+    Three free parameters on three points interpolate (dof 0, no uncertainty; the note says so).
+
+    Parameters
+    ----------
+    t : sequence of float
+        The rounds.
+    y : sequence of float
+        The scores, as fractions.
+    p0 : mapping of str to float
+        Start values of a, b and c; the parameters not in ``free`` stay at them.
+    free : sequence of str, default ("a", "b", "c")
+        The parameters to fit.
+    power : int, default 3
+        The curve's exponent.
+
+    Returns
+    -------
+    CurveFit
+        The fit; ``to_frame()`` gives one contract row per parameter.
+
+    Raises
+    ------
+    ParameterError
+        ``p0`` lacks a start value or ``free`` names an unknown parameter.
+
+    Examples
+    --------
+    >>> fit = fit_introspection_curve([1, 2, 3, 4], [0.3, 0.42, 0.48, 0.5], p0={"a": 0.5, "b": 0.5, "c": 1.0})
+    >>> fit.converged, fit.dof
+    (True, 1)
+    """
     from scipy.optimize import least_squares
 
     t_arr, y_arr = np.asarray(t, float), np.asarray(y, float)

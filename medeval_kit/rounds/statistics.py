@@ -14,8 +14,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
-from medeval_kit.results import result_frame, result_row
+from medeval_kit.pairwise._columns import columns_compat
+from medeval_kit.results import Result, result_frame, result_row
 from medeval_kit.rounds.stopping import item_summary, stopping_rule_consistency
 from medeval_kit.rounds.tables import (
     component_table,
@@ -31,7 +34,7 @@ from medeval_kit.stats import (
 )
 
 __all__ = ["IMPUTATIONS", "round_means", "stop_best_distribution", "paired_round_tests", "mixed_model",
-           "round_correlations", "roundwise_tables"]
+           "round_correlations", "roundwise_tables", "RoundwiseTables"]
 
 IMPUTATIONS = ("available", "locf")
 """``available``: the items that reached the round and have a value; ``locf``: every item, its last
@@ -70,18 +73,20 @@ def _mean_row(x: np.ndarray, confidence: float, ci_method: str, bounds: tuple[fl
             "sd": float(x.std(ddof=1)) if len(x) > 1 else math.nan}
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "round")
 def round_means(
     df: pd.DataFrame,
     value: str = "total",
     *,
-    item: str = "item",
-    round: str = "round",  # noqa: A002 - the schema's column name
     by: str | Sequence[str] | None = None,
     imputations: Sequence[str] = IMPUTATIONS,
     max_round: int | None = None,
     confidence: float = 0.95,
     ci_method: str = "auto",
     bounds: tuple[float, float] | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Per round, the mean of ``value`` with its n, available-only and last-value-carried-forward.
 
@@ -91,12 +96,47 @@ def round_means(
     that stopped earlier (or whose value failed to parse) carrying its last observed value forward.
     Comparing them shows survivor bias.
 
-    Returns ``[by...], imputation, round, estimate`` (the mean), ``ci_low, ci_high, ci_method``
-    (Wilson for 0/1 values, else t; ``bounds``, e.g. ``(0, 1)``, clips t-intervals to the possible
-    range), ``n_items`` (values averaged), ``n_failed`` (items without a value: reached the round
-    with a NA value, or for LOCF nothing to carry), ``note``, and ``n_items_total`` (items in the
-    group), ``n_reached``, ``n_carried``, ``sd`` (ddof=1).
+    Parameters
+    ----------
+    df : DataFrame
+        One row per item and round, with ``item``, ``round`` and the ``value`` column.
+    value : str, default "total"
+        The column to average (which column; not a rename).
+    by : str or list of str, optional
+        Columns to split by (e.g. ``component``, ``source``).
+    imputations : sequence of str, default ("available", "locf")
+        Which means to give (:data:`IMPUTATIONS`).
+    max_round : int, optional
+        Extend the rounds to this one (LOCF carries values into it); default the last observed.
+    {confidence}
+    ci_method : str, default "auto"
+        The interval of :func:`medeval_kit.stats.mean_interval`: ``auto`` is Wilson for 0/1 values, else t.
+    bounds : tuple of float, optional
+        The possible range, e.g. ``(0, 1)``; t-intervals are clipped to it (and the note says so).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``[by...], imputation, round``, ``estimate`` (the mean), ``ci_low, ci_high, ci_method``,
+        ``n_items`` (values averaged), ``n_failed`` (items without a value: reached the round with a NA
+        value, or for LOCF nothing to carry), ``note``, and ``n_items_total`` (items in the group),
+        ``n_reached``, ``n_carried``, ``sd`` (ddof=1).
+
+    Raises
+    ------
+    ParameterError
+        A needed column is missing or an imputation is unknown.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_rounds
+    >>> from medeval_kit.rounds import item_rounds
+    >>> m = round_means(item_rounds(synthetic_rounds(n_items=10, seed=0)), bounds=(0, 1))
+    >>> sorted(m["imputation"].unique().tolist())
+    ['available', 'locf']
     """
+    item, round = "item", "round"  # noqa: A001 - the schema's column name
     need_columns(df, [item, round, value])
     for m in imputations:
         if m not in IMPUTATIONS:
@@ -122,15 +162,40 @@ def round_means(
     return result_frame(rows, keys=[*bys, "imputation", "round"])
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def stop_best_distribution(
-    rounds_df: pd.DataFrame, *, by: str | None = None, tie_break: str = "earliest", confidence: float = 0.95
+    rounds_df: pd.DataFrame, *, by: str | None = None, tie_break: str = "earliest", confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
-    """Distribution of stop rounds and best rounds: ``[by], kind, round, estimate`` (the share of items
-    stopping / best at that round), ``ci_low, ci_high, ci_method`` (Wilson), ``n_items`` (items with
-    such a round), ``n_failed`` (items without a best round), ``note`` and ``n_at_round``.
+    """Distribution of stop rounds and best rounds over the items.
 
     Stop = the ``stop`` flag (else the last round); best = the ``best`` flag (else re-selected with
     ``tie_break``).
+
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table.
+    by : str, optional
+        A column to split the items by (e.g. ``source``).
+    tie_break : {"earliest", "latest"}, default "earliest"
+        Which of tied rounds is best when the table flags none.
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``[by], kind, round``, ``estimate`` (the share of items stopping / best at that round),
+        ``ci_low, ci_high, ci_method`` (Wilson), ``n_items`` (items with such a round), ``n_failed``
+        (items without one), ``note`` and ``n_at_round``.
+
+    Raises
+    ------
+    ParameterError
+        ``by`` is not a column.
     """
     summ = item_summary(rounds_df, tie_break=tie_break)
     if by is not None and by not in summ.columns:
@@ -206,17 +271,19 @@ def _paired_row(wide: pd.DataFrame, present: pd.DataFrame, a: int, b: int, n_boo
         test="Wilcoxon signed-rank", wilcoxon_stat=stat, p_value=p)
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "round")
 def paired_round_tests(
     df: pd.DataFrame,
     value: str = "total",
     *,
     pairs: str | Sequence[tuple[int, int]] = "consecutive",
-    item: str = "item",
-    round: str = "round",  # noqa: A002
     by: str | None = None,
     n_boot: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Paired round-to-round comparisons on the items observed in both rounds.
 
@@ -226,7 +293,29 @@ def paired_round_tests(
     reached both rounds but lack a value in one), ``mean_a``, ``mean_b``, ``median_delta`` and the
     Wilcoxon signed-rank test (scipy, zero differences dropped: ``zero_method="wilcox"``;
     ``n_zero`` counts them). Undefined tests are NaN with a ``note``.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per item and round, with ``item``, ``round`` and the ``value`` column.
+    value : str, default "total"
+        The column compared (which column; not a rename).
+    pairs : str or sequence of (int, int), default "consecutive"
+        ``"consecutive"``, ``"from_first"`` or explicit ``(round_a, round_b)`` pairs.
+    by : str, optional
+        A column to split by.
+    {n_boot}
+    {seed}
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``[by], round_a, round_b``, the contract columns and ``mean_a``, ``mean_b``, ``median_delta``,
+        ``n_zero``, ``test``, ``wilcoxon_stat``, ``p_value``.
     """
+    item, round = "item", "round"  # noqa: A001 - the schema's column name
     need_columns(df, [item, round, value])
     bys, groups = _groups(df, by)
     rng = np.random.default_rng(seed)
@@ -295,14 +384,16 @@ def _degenerate(d: pd.DataFrame) -> str:
     return ""
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "round")
 def mixed_model(
     df: pd.DataFrame,
     value: str = "total",
     *,
-    item: str = "item",
-    round: str = "round",  # noqa: A002
     by: str | None = None,
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Fit ``value ~ round + (1 | item)`` with statsmodels MixedLM (REML) on the available rows.
 
@@ -312,10 +403,28 @@ def mixed_model(
     first column). Too little data or a singular fit gives NaN with a ``note`` rather than an
     exception. Likelihood-based, it stays unbiased when drop-out depends only on the observed scores
     (the stopping rule), unlike available-only means.
+
+    Parameters
+    ----------
+    df : DataFrame
+        One row per item and round, with ``item``, ``round`` and the ``value`` column.
+    value : str, default "total"
+        The outcome column (which column; not a rename).
+    by : str, optional
+        A column to fit one model per value of.
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per term (``Intercept``, ``round``, ``item_var``; with ``by``, per group and term):
+        ``term``, the contract columns (Wald CIs), ``se, z, p_value, n_obs, model, converged``.
     """
+    item, round = "item", "round"  # noqa: A001 - the schema's column name
     need_columns(df, [item, round, value])
     if by is not None:
-        parts = [mixed_model(g, value, item=item, round=round, confidence=confidence).assign(**{by: k})
+        parts = [mixed_model(g, value, confidence=confidence).assign(**{by: k})
                  for k, g in df.groupby(by, sort=True)]
         out = pd.concat(parts, ignore_index=True)
         return out[[by, *[c for c in out.columns if c != by]]]
@@ -336,28 +445,63 @@ CORRELATIONS = ("pearson", "spearman", "kendall")
 LEVELS = ("item", "aggregated")
 
 
+@shared_docs
+@columns_compat
+@takes_columns("round")
 def round_correlations(
     df: pd.DataFrame,
     x: str = "round",
     y: str = "question_length",
     *,
-    level: str = "item",
-    item: str = "item",
+    unit: str | None = None,
+    level: str | None = None,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Pearson, Spearman and Kendall correlation of ``x`` with ``y``, each with its n and p.
 
-    ``level="item"``: one point per row (item-rounds are not independent: p-values are
-    optimistic). ``level="aggregated"``: one point per distinct ``x`` (the mean of ``y``), as
-    MCQG-SRefine's Table 8 appears to have done; ``n_items`` is then the number of distinct x
-    values. Columns: ``x, y, level, correlation, estimate, ci_low, ci_high, ci_method`` (no CI:
-    the points are not independent, or too few), ``n_items``, ``n_failed`` (rows with a NA x or
-    y), ``note``, ``p_value``.
+    Parameters
+    ----------
+    df : DataFrame
+        A table holding the ``x`` and ``y`` columns (e.g. :func:`~medeval_kit.rounds.item_rounds`).
+    x, y : str, default "round", "question_length"
+        The columns to correlate (which columns; not renames).
+    unit : {"item", "aggregated"}, optional
+        The unit of a point. ``"item"`` (the default, also for None): one point per row (item-rounds
+        are not independent: p-values are optimistic). ``"aggregated"``: one point per distinct ``x``
+        (the mean of ``y``), as MCQG-SRefine's Table 8 appears to have done; ``n_items`` is then the
+        number of distinct x values.
+    level : str, optional
+        Deprecated name of ``unit`` (``level`` means the measurement level elsewhere).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``x, y, level`` (the unit), ``correlation``, then the contract columns (no CI: the points are
+        not independent, or too few), ``n_items``, ``n_failed`` (rows with a NA x or y), ``note`` and
+        ``p_value``.
+
+    Raises
+    ------
+    ParameterError
+        A column is missing or ``unit`` is unknown.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> d = pd.DataFrame({"round": [1, 2, 3, 4], "question_length": [100, 90, 95, 80]})
+    >>> round(float(round_correlations(d).set_index("correlation").loc["spearman", "estimate"]), 2)
+    -0.8
     """
     from scipy.stats import kendalltau, pearsonr, spearmanr
 
+    if level is not None:
+        warnings.warn("round_correlations(level=...) is deprecated; use unit=", DeprecationWarning, stacklevel=4)
+        unit = unit or level
+    level = unit or "item"
     need_columns(df, [x, y])
     if level not in LEVELS:
-        raise ParameterError(f"level must be one of {list(LEVELS)}, not {level!r}")
+        raise ParameterError(f"unit must be one of {list(LEVELS)}, not {level!r}")
     d = pd.DataFrame({"x": pd.to_numeric(df[x], errors="coerce").astype(float),
                       "y": pd.to_numeric(df[y], errors="coerce").astype(float)}).dropna()
     n_failed = int(len(df) - len(d))
@@ -379,13 +523,155 @@ def round_correlations(
     return result_frame(rows, keys=["x", "y", "level", "correlation"])
 
 
-def roundwise_tables(rounds_df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
-                     by: str | None = None) -> dict[str, pd.DataFrame]:
-    """Run the whole round-wise analysis on one rounds table; return the tables by name.
+class RoundwiseTables(Result):
+    """The tables of the whole round-wise analysis (:func:`roundwise_tables`), by name.
 
-    Keys: ``load_summary``, ``round_means`` (total, available vs LOCF), ``component_trajectories``,
-    ``stop_best``, ``paired_tests``, ``mixed_model``, ``stopping_rule_consistency`` and, when the
-    table has them, ``question_length`` / ``length_correlations`` / ``self_answer``.
+    ``tables`` holds them; each is also an attribute (``res.round_means``). :meth:`to_frame` stacks the
+    statistic tables (those following the result contract) with a first column ``table``. The old
+    dict access (``res["round_means"]``, ``res.items()``, ``"stop_best" in res``) works for one release,
+    with a ``DeprecationWarning``.
+
+    Parameters
+    ----------
+    tables : mapping of str to DataFrame
+        The tables by name.
+    """
+
+    def __init__(self, tables: dict[str, pd.DataFrame]):
+        self.tables = dict(tables)
+
+    def __getattr__(self, name: str) -> pd.DataFrame:
+        tables = self.__dict__.get("tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(f"{type(self).__name__} has no table {name!r}; tables: {list(tables)}")
+
+    def __dir__(self):
+        return [*super().__dir__(), *self.tables]
+
+    def names(self) -> list[str]:
+        """Return the names of the tables.
+
+        Returns
+        -------
+        list of str
+            The names, in the order of the analysis.
+        """
+        return list(self.tables)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Return the statistic tables stacked, a first column ``table`` naming each row's table.
+
+        Returns
+        -------
+        DataFrame
+            ``table`` and the union of the tables' columns (the contract columns among them).
+        """
+        from medeval_kit.results import check_result
+
+        parts = [t.assign(table=name) for name, t in self.tables.items() if not check_result(t) and len(t)]
+        if not parts:
+            return result_frame([], keys=["table"])
+        out = pd.concat(parts, ignore_index=True)
+        return out[["table", *[c for c in out.columns if c != "table"]]]
+
+    def summary(self) -> str:
+        """Return the tables' names and sizes, then the total's round means.
+
+        Returns
+        -------
+        str
+            A short text report.
+        """
+        lines = [f"round-wise analysis: {len(self.tables)} tables"]
+        lines += [f"  {name}: {len(t)} rows" for name, t in self.tables.items()]
+        if "round_means" in self.tables:
+            lines += ["", self.tables["round_means"].to_string(index=False)]
+        return "\n".join(lines)
+
+    def _old(self, what: str) -> None:
+        warnings.warn(f"roundwise_tables(...){what} (dict access) is deprecated; use .tables{what}, an attribute "
+                      "(.round_means) or .to_frame()", DeprecationWarning, stacklevel=3)
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        self._old(f"[{name!r}]")
+        return self.tables[name]
+
+    def __contains__(self, name: object) -> bool:
+        self._old(" in")
+        return name in self.tables
+
+    def __iter__(self):
+        self._old(" iteration")
+        return iter(self.tables)
+
+    def __len__(self) -> int:
+        return len(self.tables)
+
+    def keys(self):
+        """Deprecated: ``.tables.keys()``.
+
+        Returns
+        -------
+        dict_keys
+            The names.
+        """
+        self._old(".keys()")
+        return self.tables.keys()
+
+    def items(self):
+        """Deprecated: ``.tables.items()``.
+
+        Returns
+        -------
+        dict_items
+            ``(name, table)`` pairs.
+        """
+        self._old(".items()")
+        return self.tables.items()
+
+    def values(self):
+        """Deprecated: ``.tables.values()``.
+
+        Returns
+        -------
+        dict_values
+            The tables.
+        """
+        self._old(".values()")
+        return self.tables.values()
+
+
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best", "parse_status")
+def roundwise_tables(rounds_df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
+                     by: str | None = None, columns: Columns = None) -> RoundwiseTables:
+    """Run the whole round-wise analysis on one rounds table.
+
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table.
+    {n_boot}
+    {seed}
+    by : str, optional
+        A column to split by (e.g. ``source``).
+    {columns}
+
+    Returns
+    -------
+    RoundwiseTables
+        The tables ``load_summary``, ``round_means`` (total, available vs LOCF), ``component_trajectories``,
+        ``stop_best``, ``paired_tests``, ``mixed_model``, ``stopping_rule_consistency`` and, when the
+        table has them, ``question_length`` / ``length_correlations`` / ``self_answer``.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_rounds
+    >>> res = roundwise_tables(synthetic_rounds(n_items=10, seed=0), n_boot=50)
+    >>> "round_means" in res.names()
+    True
     """
     per = item_rounds(rounds_df)
     comp = component_table(rounds_df)
@@ -403,7 +689,7 @@ def roundwise_tables(rounds_df: pd.DataFrame, *, n_boot: int = 1000, seed: int =
     if "question_length" in per.columns:
         out["question_length"] = round_means(per, "question_length", by=by)
         out["length_correlations"] = pd.concat(
-            [round_correlations(per, "round", "question_length", level=lvl) for lvl in LEVELS], ignore_index=True)
+            [round_correlations(per, "round", "question_length", unit=u) for u in LEVELS], ignore_index=True)
     if "self_answer_correct" in per.columns:
         out["self_answer"] = round_means(per, "self_answer_correct", by=by)
-    return out
+    return RoundwiseTables(out)

@@ -26,8 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.datasets.scores import parse_score_string
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
+from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.rounds.tables import component_table, item_rounds
 from medeval_kit.stats import proportion_ci
@@ -107,6 +110,34 @@ def should_stop(
     summed points by summed maxima. With ``round`` and ``max_rounds`` given, the budget also stops
     the run. An unparseable (NA) component never satisfies a rule.
 
+    Parameters
+    ----------
+    component_scores : mapping or sequence
+        Component -> score (or the scores alone): normalised floats, ``"x/y"`` strings or ``(score, max)``
+        pairs.
+    rule : str, default "all_components"
+        A rule of :data:`STOP_RULES`.
+    threshold : float, default 0.9
+        The level the rule compares with.
+    round : int, optional
+        The round just finished (1 = first draft).
+    max_rounds : int, optional
+        The round budget; with ``round`` it stops the run at ``round >= max_rounds``.
+    total : {"mean", "points"}, default "mean"
+        How the total is formed (:data:`TOTALS`).
+
+    Returns
+    -------
+    bool
+        Whether the run stops after this round.
+
+    Raises
+    ------
+    ParameterError
+        An unknown rule or total.
+
+    Examples
+    --------
     >>> should_stop({"context": "45/45", "question": "21/25"}, "all_components")   # 0.84 < 0.9
     False
     >>> should_stop({"context": "45/45", "question": "21/25"}, "total")            # mean 0.92
@@ -127,23 +158,40 @@ def should_stop(
     return bool(_rule_holds(rule, threshold, complete=True, lowest=min(norm), total=tot))
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def select_best_round(
     rounds_df: pd.DataFrame,
     tie_break: str = "earliest",
     *,
     key: str = "total",
-    item: str = "item",
-    round: str = "round",  # noqa: A002
+    columns: Columns = None,
 ) -> pd.DataFrame:
-    """Return one row per item: ``best_round``, ``best_value``, ``n_rounds``, ``n_scored``,
-    ``n_tied`` (rounds sharing the maximum), ``tie_break``, ``key`` and ``note``.
+    """Return one row per item: the round with the highest ``key``.
 
-    ``key`` is one of :data:`BEST_KEYS`. Ties within 1e-12 go to the ``"earliest"`` or ``"latest"``
-    round. NA totals are never chosen; an item without a scored round gets NA and a ``note``.
+    Ties within 1e-12 go to the ``"earliest"`` or ``"latest"`` round. NA totals are never chosen; an
+    item without a scored round gets NA and a ``note``.
+
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table.
+    tie_break : {"earliest", "latest"}, default "earliest"
+        Which of tied rounds is best (:data:`TIE_BREAKS`).
+    key : {"total", "total_points"}, default "total"
+        The per-round value maximised (:data:`BEST_KEYS`).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``item, best_round, best_value, n_rounds, n_scored, n_tied`` (rounds sharing the maximum),
+        ``tie_break``, ``key`` and ``note``.
     """
     _check_choice("tie_break", tie_break, TIE_BREAKS)
     _check_choice("key", key, BEST_KEYS)
-    ir = item_rounds(rounds_df, item=item, round=round)[["item", "round", key]]
+    ir = item_rounds(rounds_df)[["item", "round", key]]
     v = ir[key].to_numpy(float)
     g = ir.groupby("item", sort=True)
     best_value = g[key].max()
@@ -174,13 +222,30 @@ def _best_per_item(rounds_df: pd.DataFrame, tie_break: str, key: str = "total") 
     return out
 
 
-def fill_best_rounds(rounds_df: pd.DataFrame, tie_break: str = "earliest", *, key: str = "total") -> pd.DataFrame:
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
+def fill_best_rounds(rounds_df: pd.DataFrame, tie_break: str = "earliest", *, key: str = "total",
+                     columns: Columns = None) -> pd.DataFrame:
     """Return a copy in which every item without a ``best`` round gets the one :func:`select_best_round` picks.
 
-    Items that already flag a best round keep their flags. ``best_method`` records where the best
-    round came from: kept as is for flagged items (``"flag"`` when the column is new),
-    ``"max_<key>_<tie_break>"`` (e.g. ``"max_total_earliest"``) for selected ones, ``"none"`` when
-    the item has no scored round.
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table.
+    tie_break : {"earliest", "latest"}, default "earliest"
+        Which of tied rounds is best (:data:`TIE_BREAKS`).
+    key : {"total", "total_points"}, default "total"
+        The per-round value maximised (:data:`BEST_KEYS`).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        The table with ``best`` filled. Items that already flag a best round keep their flags.
+        ``best_method`` records where the best round came from: kept as is for flagged items
+        (``"flag"`` when the column is new), ``"max_<key>_<tie_break>"`` (e.g. ``"max_total_earliest"``)
+        for selected ones, ``"none"`` when the item has no scored round.
     """
     best = _best_per_item(rounds_df, tie_break, key)
     out = rounds_df.copy()
@@ -214,6 +279,9 @@ def _stop_rounds(comp: pd.DataFrame, rule: str, threshold: float, max_rounds: in
                          "stop_reason": hit["reason"].reindex(last.index).fillna("end_of_trace")})
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def apply_stopping_rule(
     rounds_df: pd.DataFrame,
     rule: str = "all_components",
@@ -224,12 +292,7 @@ def apply_stopping_rule(
     key: str = "total",
     total: str = "mean",
     truncate: bool = True,
-    item: str = "item",
-    round: str = "round",  # noqa: A002
-    component: str = "component",
-    aspect: str = "aspect",
-    score: str = "score",
-    max_score: str = "max_score",
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Re-derive ``stop`` and ``best`` for each item as if the run had used ``rule``.
 
@@ -237,13 +300,42 @@ def apply_stopping_rule(
     :func:`should_stop` holds (or ``round >= max_rounds``); rounds after it are dropped when
     ``truncate`` (they would not exist under this rule). If the trace ends first, its last round is
     the stop round. ``best`` is then re-selected among the kept rounds with :func:`select_best_round`.
-    Added columns: ``stop_rule``, ``stop_reason`` (``rule`` / ``max_rounds`` / ``end_of_trace``) and
-    ``n_rounds_after_stop`` (per item: its rounds after the stop round, removed when ``truncate``).
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table.
+    rule : str, default "all_components"
+        A rule of :data:`STOP_RULES`.
+    threshold : float, default 0.9
+        The level the rule compares with.
+    max_rounds : int, optional, default 4
+        The round budget; None for none.
+    tie_break : {"earliest", "latest"}, default "earliest"
+        Which of tied rounds is best.
+    key : {"total", "total_points"}, default "total"
+        The per-round value the best round maximises.
+    total : {"mean", "points"}, default "mean"
+        How the rule forms the total (:data:`TOTALS`).
+    truncate : bool, default True
+        Drop the rounds after the stop round.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        The rounds table with ``stop`` and ``best`` re-derived and the added columns ``stop_rule``,
+        ``stop_reason`` (``rule`` / ``max_rounds`` / ``end_of_trace``) and ``n_rounds_after_stop`` (per
+        item: its rounds after the stop round, removed when ``truncate``).
+
+    Raises
+    ------
+    ParameterError
+        An unknown rule or total.
     """
+    item, round = "item", "round"  # noqa: A001 - the schema's column name
     _check_choice("stopping rule", rule, STOP_RULES)
     _check_choice("total", total, TOTALS)
-    comp = component_table(rounds_df, item=item, round=round, component=component, aspect=aspect,
-                           score=score, max_score=max_score)
+    comp = component_table(rounds_df)
     stops = _stop_rounds(comp, rule, threshold, max_rounds, total)
     out = rounds_df.copy()
     ids = out[item].astype(str)
@@ -258,7 +350,7 @@ def apply_stopping_rule(
     out["stop_reason"] = ids.map(stops["stop_reason"]).fillna("end_of_trace").to_numpy()
     out["n_rounds_after_stop"] = ids.map(n_after).fillna(0).astype("int64").to_numpy()
     kept = out if truncate else out[(rr <= limit).to_numpy(bool)]
-    best = select_best_round(kept, tie_break=tie_break, key=key, item=item, round=round)
+    best = select_best_round(kept, tie_break=tie_break, key=key)
     bmap = best.set_index("item")["best_round"].astype("Float64")
     out["best"] = (rr.to_numpy(float) == ids.map(bmap).astype(float).to_numpy()).astype(bool)
     return out
@@ -275,6 +367,9 @@ def _consistency(df: pd.DataFrame, rule: str, threshold: float, max_rounds: int 
     return int(consistent.sum()), int((derived < last).sum()), int((reason == "end_of_trace").sum())
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def stopping_rule_consistency(
     rounds_df: pd.DataFrame,
     rules: Iterable[str] = ("total", "all_components"),
@@ -283,14 +378,35 @@ def stopping_rule_consistency(
     max_rounds: int | None = 4,
     by: str | None = None,
     confidence: float = 0.95,
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """For each rule, the share of traces whose observed last round is the round the rule stops at.
 
     A trace is consistent with a rule when the rule (plus ``max_rounds``) stops it exactly at its
     observed last round; a trace that ends before the rule is satisfied and before the budget is
-    inconsistent. Returns ``[by], rule, estimate`` (the share), ``ci_low, ci_high, ci_method``
-    (Wilson), ``n_items, n_failed`` (0: every trace counts), ``note`` and ``threshold, max_rounds,
-    n_consistent, n_stop_earlier, n_stop_later, n_with_failed`` (traces with an unparsed score).
+    inconsistent.
+
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table.
+    rules : iterable of str, default ("total", "all_components")
+        Rules of :data:`STOP_RULES`.
+    threshold : float, default 0.9
+        The level the rules compare with.
+    max_rounds : int, optional, default 4
+        The round budget; None for none.
+    by : str, optional
+        A column to split the traces by (e.g. ``source``); one table per value, stacked.
+    {confidence}
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``[by], rule``, ``estimate`` (the share of consistent traces), ``ci_low, ci_high, ci_method``
+        (Wilson), ``n_items, n_failed`` (0: every trace counts), ``note`` and ``threshold, max_rounds,
+        n_consistent, n_stop_earlier, n_stop_later, n_with_failed`` (traces with an unparsed score).
     """
     groups = [(None, rounds_df)] if by is None else list(rounds_df.groupby(by, sort=True))
     rows = []
@@ -309,11 +425,27 @@ def stopping_rule_consistency(
     return result_frame(rows, keys=[*([by] if by is not None else []), "rule"])
 
 
-def item_summary(rounds_df: pd.DataFrame, *, tie_break: str = "earliest") -> pd.DataFrame:
-    """Return one row per item: ``n_rounds``, ``stop_round``, ``best_round`` (the table's ``best``
-    flag; else re-selected with ``tie_break``; ``best_from`` says which), ``total_first``,
-    ``total_best``, ``total_last``, ``note_length``, ``question_length_first``/``_best`` and
-    ``source`` where present."""
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
+def item_summary(rounds_df: pd.DataFrame, *, tie_break: str = "earliest", columns: Columns = None) -> pd.DataFrame:
+    """Return one row per item: its rounds, stop and best round and totals.
+
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table.
+    tie_break : {"earliest", "latest"}, default "earliest"
+        Which of tied rounds is best when the table flags none.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``item, n_rounds, stop_round``, ``best_round`` (the table's ``best`` flag; else re-selected with
+        ``tie_break``; ``best_from`` says which), ``total_first``, ``total_last``, ``total_best``, and
+        ``source``, ``note_length``, ``question_length_first``/``_best`` where present.
+    """
     ir = item_rounds(rounds_df).sort_values(["item", "round"], kind="stable")
     g = ir.groupby("item", sort=True)
     first = ir.drop_duplicates("item", keep="first").set_index("item")

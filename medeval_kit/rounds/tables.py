@@ -14,10 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, ParameterError
+from medeval_kit.pairwise._columns import columns_compat
 
-__all__ = ["component_table", "item_rounds", "load_summary", "aspect_sum_check", "load_rounds_file",
-           "component_mean_total"]
+__all__ = ["component_table", "item_rounds", "load_summary", "aspect_sum_check", "component_mean_total"]
 
 _EXTRA = ("source", "question_length", "note_length", "self_answer_correct", "answer_equals_keypoint", "best_method")
 _BOOL_EXTRA = ("self_answer_correct", "answer_equals_keypoint")
@@ -35,22 +37,48 @@ def need_columns(df: pd.DataFrame, cols: Iterable[str]) -> None:
         raise ParameterError(f"missing column(s) {missing}; present: {list(df.columns)}")
 
 
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score")
 def component_table(
     rounds_df: pd.DataFrame,
     *,
-    item: str = "item",
-    round: str = "round",  # noqa: A002 - the schema's column name
-    component: str = "component",
-    aspect: str = "aspect",
-    score: str = "score",
-    max_score: str = "max_score",
     total_aspect: str = "total",
+    columns: Columns = None,
 ) -> pd.DataFrame:
     """Return the component-level rows as ``item, round, component, score, max_score, value``.
 
     ``value`` is the normalised score (``score / max_score``; ``score`` itself when ``max_score``
-    is NA). Columns are renamed to the schema names; ``source`` is kept when present.
+    is NA or absent).
+
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table (:mod:`medeval_kit.schemas`): ``item, round, component, aspect, score`` and
+        optionally ``max_score`` and ``source``.
+    total_aspect : str, default "total"
+        The ``aspect`` value of a component's own score row.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per item, round and component: ``item, round, component, score, max_score``, ``source``
+        when present, and ``value``.
+
+    Raises
+    ------
+    ParameterError
+        A needed column is missing.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_rounds
+    >>> list(component_table(synthetic_rounds(n_items=2, seed=0)).columns)
+    ['item', 'round', 'component', 'score', 'max_score', 'value']
     """
+    item, round, component, aspect, score, max_score = (  # noqa: A001 - the schema's column name
+        "item", "round", "component", "aspect", "score", "max_score")
     need_columns(rounds_df, [item, round, component, aspect, score])
     df = rounds_df[rounds_df[aspect] == total_aspect]
     out = pd.DataFrame(
@@ -109,25 +137,40 @@ def _round_flags(rounds_df: pd.DataFrame, item: str, round: str) -> pd.DataFrame
     return out
 
 
-def item_rounds(
-    rounds_df: pd.DataFrame,
-    *,
-    item: str = "item",
-    round: str = "round",  # noqa: A002
-    component: str = "component",
-    aspect: str = "aspect",
-    score: str = "score",
-    max_score: str = "max_score",
-) -> pd.DataFrame:
-    """Return one row per item and round: ``total`` (mean of normalised components; NaN when any
-    component failed to parse), ``total_available`` (mean of the parsed ones), ``total_points``,
-    ``n_components``, ``n_failed``, ``stop``, ``best``, ``last_round`` (the trace ends here), and
-    the extra columns ``source``, ``question_length``, ``note_length``, ``self_answer_correct`` and
-    ``answer_equals_keypoint`` (as 1.0/0.0/NaN) when the input has them.
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
+def item_rounds(rounds_df: pd.DataFrame, *, columns: Columns = None) -> pd.DataFrame:
+    """Return one row per item and round: the item's total and flags in that round.
+
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table (see :func:`component_table`), optionally with ``stop`` and ``best``.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        ``item, round``, ``total_available`` (mean of the parsed normalised components),
+        ``n_components``, ``n_failed``, ``total`` (their mean; NaN when any component failed to parse),
+        ``total_points``, ``stop``, ``best``, ``last_round`` (the trace ends here), and the extra
+        columns ``source``, ``question_length``, ``note_length``, ``self_answer_correct`` and
+        ``answer_equals_keypoint`` (as 1.0/0.0/NaN) when the input has them.
+
+    Raises
+    ------
+    ParameterError
+        The table has no component-level rows.
+
+    Examples
+    --------
+    >>> from medeval_kit.datasets.synthetic import synthetic_rounds
+    >>> item_rounds(synthetic_rounds(n_items=3, seed=0))[["item", "round"]].drop_duplicates("item").shape
+    (3, 2)
     """
-    comp = component_table(
-        rounds_df, item=item, round=round, component=component, aspect=aspect, score=score, max_score=max_score
-    )
+    item, round = "item", "round"  # noqa: A001 - the schema's column name
+    comp = component_table(rounds_df)
     if comp.empty:
         raise ParameterError("the rounds table has no component-level rows (aspect == 'total')")
     out = _round_totals(comp)[["item", "round", "total_available", "n_components", "n_failed", "total",
@@ -139,11 +182,24 @@ def item_rounds(
     return out
 
 
-def load_summary(rounds_df: pd.DataFrame) -> pd.DataFrame:
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "aspect", "score", "parse_status")
+def load_summary(rounds_df: pd.DataFrame, *, columns: Columns = None) -> pd.DataFrame:
     """Denominators per source: items, rounds, component rows, parse failures (never dropped).
 
-    ``n_failed`` counts component scores that did not parse, ``n_aspects_failed`` aspect scores
-    (0 when the table has no aspect rows).
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table; a ``source`` column splits it (else one source, ``all``).
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per source: ``source, n_items, n_item_rounds, max_round, n_component_rows``, ``n_failed``
+        (component scores that did not parse), ``failed_raw`` (their raw text when recorded),
+        ``n_self_answer_known`` and ``n_aspects_failed`` (aspect scores; 0 without aspect rows).
     """
     df = rounds_df if "source" in rounds_df.columns else rounds_df.assign(source="all")
     is_comp = df["aspect"] == "total"
@@ -171,13 +227,27 @@ def _failed(rows: pd.DataFrame) -> pd.Series:
     return rows["parse_status"].eq("failed") if "parse_status" in rows.columns else rows["score"].isna()
 
 
-def aspect_sum_check(rounds_df: pd.DataFrame, *, total_aspect: str = "total") -> pd.DataFrame:
+@shared_docs
+@columns_compat
+@takes_columns("item", "round", "component", "aspect", "score", "max_score")
+def aspect_sum_check(rounds_df: pd.DataFrame, *, total_aspect: str = "total", columns: Columns = None) -> pd.DataFrame:
     """Compare each component total with the sum of its aspect rows (needs aspect-level rows).
 
-    One row per item, round and component with aspect rows: ``total``, ``total_max``,
-    ``aspect_sum``, ``aspect_max_sum``, ``n_aspects``, ``n_aspects_failed`` and ``status``:
-    ``match`` (points and maxima agree), ``sum_differs``, ``max_differs``, ``unparsed``
-    (the total or an aspect did not parse).
+    Parameters
+    ----------
+    rounds_df : DataFrame
+        The ``rounds`` table with aspect-level rows.
+    total_aspect : str, default "total"
+        The ``aspect`` value of a component's own score row.
+    {columns}
+
+    Returns
+    -------
+    DataFrame
+        One row per item, round and component with aspect rows: ``total``, ``total_max``,
+        ``aspect_sum``, ``aspect_max_sum``, ``n_aspects``, ``n_aspects_failed`` and ``status``:
+        ``match`` (points and maxima agree), ``sum_differs``, ``max_differs``, ``unparsed`` (the total or
+        an aspect did not parse). Empty when there are no aspect rows.
     """
     need_columns(rounds_df, ["item", "round", "component", "aspect", "score"])
     df = rounds_df.assign(item=rounds_df["item"].astype(str))
@@ -200,8 +270,12 @@ def aspect_sum_check(rounds_df: pd.DataFrame, *, total_aspect: str = "total") ->
     return out.reset_index()[_CHECK_COLUMNS]
 
 
-def load_rounds_file(path: str | Path | None) -> pd.DataFrame | None:
-    """Read an extra rounds table (CSV/Parquet/JSONL) and validate it; ``""``/None -> None."""
+def _load_rounds_file(path: str | Path | None) -> pd.DataFrame | None:
+    """Read a rounds table already under the schema's names (CSV/Parquet/JSONL) and validate it; ``""``/None -> None.
+
+    The low-level reader behind :func:`medeval_kit.rounds.read_rounds` (and the deprecated
+    ``rounds.load_rounds_file``).
+    """
     if path is None or str(path).strip() == "":
         return None
     from medeval_kit.datasets._io import read_table
@@ -226,8 +300,25 @@ def load_rounds_file(path: str | Path | None) -> pd.DataFrame | None:
 def component_mean_total(component_means: Mapping[str, float], *, weights: Mapping[str, float] | None = None) -> float:
     """Return the total as the (weighted) mean of component means.
 
-    Unweighted (MCQG-SRefine's Total): ``mean(0.9683, 0.8394, 0.8051, 0.9378, 0.9650) = 0.90312``.
-    With ``weights`` = aspects per component it is the points-weighted total.
+    Parameters
+    ----------
+    component_means : mapping of str to float
+        The mean of each component.
+    weights : mapping of str to float, optional
+        A weight per component; with the aspects per component it is the points-weighted total.
+
+    Returns
+    -------
+    float
+        The (weighted) mean.
+
+    Examples
+    --------
+    Unweighted (MCQG-SRefine's Total):
+
+    >>> round(component_mean_total({"context": 0.9683, "question": 0.8394, "answer": 0.8051,
+    ...                              "distractors": 0.9378, "explanation": 0.9650}), 5)
+    0.90312
     """
     keys = list(component_means)
     v = np.array([float(component_means[k]) for k in keys])

@@ -10,7 +10,29 @@ __all__ = ["proportion_ci", "wilson_interval"]
 
 
 def proportion_ci(k: int, n: int, *, confidence: float = 0.95, method: str = "exact") -> tuple[float, float]:
-    """Return the Clopper-Pearson (``exact``) or Wilson CI for k/n; (nan, nan) when n == 0."""
+    """Return the Clopper-Pearson (``exact``) or Wilson CI for k/n; (nan, nan) when n == 0.
+
+    Parameters
+    ----------
+    k : int
+        Successes.
+    n : int
+        Trials.
+    confidence : float, default 0.95
+        Coverage of the interval.
+    method : {"exact", "wilson", "wilsoncc"}, default "exact"
+        scipy's ``binomtest(...).proportion_ci`` method.
+
+    Returns
+    -------
+    tuple of float
+        ``(ci_low, ci_high)``.
+
+    Examples
+    --------
+    >>> [round(x, 4) for x in proportion_ci(5, 10)]
+    [0.1871, 0.8129]
+    """
     if n <= 0:
         return math.nan, math.nan
     ci = sps.binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method=method)
@@ -22,6 +44,25 @@ def wilson_interval(k: float, n: int, *, confidence: float = 0.95) -> tuple[floa
 
     scipy's binomtest needs an integer k, hence the formula here; it equals statsmodels'
     ``proportion_confint(method="wilson")``. The interval is clamped to contain k/n.
+
+    Parameters
+    ----------
+    k : float
+        Successes (may be fractional).
+    n : int
+        Trials.
+    confidence : float, default 0.95
+        Coverage of the interval.
+
+    Returns
+    -------
+    tuple of float
+        ``(ci_low, ci_high)``; NaNs when ``n <= 0``.
+
+    Examples
+    --------
+    >>> [round(x, 4) for x in wilson_interval(5, 10)]
+    [0.2366, 0.7634]
     """
     if n <= 0:
         return math.nan, math.nan

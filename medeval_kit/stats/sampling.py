@@ -24,6 +24,20 @@ def nested_order(n: int, seed: int | Sequence[int]) -> np.ndarray:
     ``numpy.random.default_rng(seed).permutation(n)``; ``seed`` may be a sequence of ints (e.g.
     ``(seed, stratum)``) for independent streams.
 
+    Parameters
+    ----------
+    n : int
+        Items.
+    seed : int or sequence of int
+        The random seed (a sequence gives an independent stream per entry pattern).
+
+    Returns
+    -------
+    ndarray of int
+        A permutation of ``0..n-1``.
+
+    Examples
+    --------
     >>> nested_order(5, 0).tolist()
     [2, 4, 3, 0, 1]
     """
@@ -36,6 +50,27 @@ def nested_sample(ids: Sequence[T], n: int | None, seed: int | Sequence[int]) ->
     ``n`` None (or at least ``len(ids)``) returns all of ``ids``. For a fixed seed the draw of a
     smaller ``n`` is a subset of the draw of a larger one.
 
+    Parameters
+    ----------
+    ids : sequence
+        The items.
+    n : int, optional
+        How many to draw; ``None`` draws all.
+    seed : int or sequence of int
+        The random seed.
+
+    Returns
+    -------
+    list
+        The drawn items in their order in ``ids``.
+
+    Raises
+    ------
+    ParameterError
+        ``n`` is negative.
+
+    Examples
+    --------
     >>> small, large = nested_sample(range(100), 3, 7), nested_sample(range(100), 10, 7)
     >>> set(small) <= set(large)
     True

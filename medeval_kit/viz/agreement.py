@@ -11,6 +11,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from medeval_kit.agreement.registry import REGISTRY
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import figure, paper_style
 from medeval_kit.viz.intervals import draw_estimates, no_interval_reasons, note_no_interval
 
@@ -27,9 +28,21 @@ _WEIGHTS = {"linear": "linear weights", "quadratic": "quadratic weights", "custo
 _OTHER_METRICS = {"fleiss_kappa_j": "Fleiss' κ_j", "kappa": "κ", "estimate": "estimate"}
 
 
+@shared_docs
 def metric_label(metric: str) -> str:
     """Readable label for a metric name, from the coefficient registry: ``cohen_kappa`` -> ``Cohen's κ``,
-    ``cohen_kappa_quadratic`` -> ``Cohen's κ (quadratic weights)``, ``cohen_kappa (loo)`` -> ``Cohen's κ (loo)``."""
+    ``cohen_kappa_quadratic`` -> ``Cohen's κ (quadratic weights)``, ``cohen_kappa (loo)`` -> ``Cohen's κ (loo)``.
+
+    Parameters
+    ----------
+    metric : str
+        A metric name, optionally followed by a note in parentheses (``cohen_kappa (loo)``).
+
+    Returns
+    -------
+    str
+        The readable label.
+    """
     metric = str(metric)
     name, _, rest = metric.partition(" ")
     base, _, weights = name.rpartition("_")
@@ -71,8 +84,25 @@ def _hidden_note(pairs: pd.DataFrame) -> str:
     return ""
 
 
+@shared_docs
 def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = None, width="single", ax=None):
-    """Heatmap of a :func:`~medeval_kit.agreement.pairwise_matrix` table; cells show estimate and CI."""
+    """Heatmap of a :func:`~medeval_kit.agreement.pairwise_matrix` table; cells show estimate and CI.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        A :func:`~medeval_kit.agreement.pairwise_matrix` table: one row per rater pair with the
+        contract columns.
+    order : sequence of str, optional
+        The raters in row and column order; default as they first appear.
+    {title}
+    {width}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     raters = order or list(dict.fromkeys(list(pairs["rater_a"]) + list(pairs["rater_b"])))
     M, txt, why = _heat_cells(pairs, raters)
     R = len(raters)
@@ -101,6 +131,7 @@ def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = N
     return fig
 
 
+@shared_docs
 def plot_forest(table: pd.DataFrame, *, design: str | None = None, title: str | None = None, width="single",
                 ax=None):
     """Forest plot of judges with CIs and the humans' level as a band.
@@ -108,6 +139,22 @@ def plot_forest(table: pd.DataFrame, *, design: str | None = None, title: str | 
     Takes :func:`~medeval_kit.agreement.judge_vs_ceiling`, :func:`~medeval_kit.agreement.judge_vs_humans` or
     :func:`~medeval_kit.agreement.compare_designs`; from the last it draws ``design`` (default: the first
     design whose judges have estimates).
+
+    Parameters
+    ----------
+    table : DataFrame
+        A :func:`~medeval_kit.agreement.judge_vs_ceiling`, :func:`~medeval_kit.agreement.judge_vs_humans`
+        or :func:`~medeval_kit.agreement.compare_designs` table.
+    design : str, optional
+        Which design of a ``compare_designs`` table to draw; default the first whose judges have
+        estimates.
+    {title}
+    {width}
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
     if "design" in table.columns and table["design"].nunique() > 1:
         if design is None:
@@ -144,9 +191,25 @@ def plot_forest(table: pd.DataFrame, *, design: str | None = None, title: str | 
     return fig
 
 
+@shared_docs
 def plot_ensembles(table: pd.DataFrame, metric: str = "cohen_kappa", *, title: str | None = None, width="single",
                    ax=None):
-    """Ensemble size against ``metric``: every ensemble as a dot, the best per size as a line."""
+    """Ensemble size against ``metric``: every ensemble as a dot, the best per size as a line.
+
+    Parameters
+    ----------
+    table : DataFrame
+        An :func:`~medeval_kit.agreement.ensembles` table (``size`` and one column per metric).
+    metric : str, default "cohen_kappa"
+        The column on the y axis.
+    {title}
+    {width}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     with paper_style():
         fig, ax = _axes(ax, width)
         rng = np.random.default_rng(0)  # horizontal jitter only, fixed so figures are byte-stable
@@ -162,11 +225,25 @@ def plot_ensembles(table: pd.DataFrame, metric: str = "cohen_kappa", *, title: s
     return fig
 
 
+@shared_docs
 def plot_delta_forest(table: pd.DataFrame, *, title: str | None = None, width="single", ax=None):
     """Forest plot of Δ = judge − humans with its paired-bootstrap CI, one marker style per design.
 
     Takes :func:`~medeval_kit.agreement.compare_designs` (or one :func:`judge_vs_humans` table);
     the dashed line is the non-inferiority margin −``margin``. Judges without a Δ are left out.
+
+    Parameters
+    ----------
+    table : DataFrame
+        A :func:`~medeval_kit.agreement.compare_designs` or ``judge_vs_humans`` table with Δ, its CI
+        and the margin.
+    {title}
+    {width}
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
     j = table[(table["role"] == "judge") & table["delta"].notna()].reset_index(drop=True)
     designs = list(dict.fromkeys(j["design"]))
@@ -198,9 +275,25 @@ def plot_delta_forest(table: pd.DataFrame, *, title: str | None = None, width="s
     return fig
 
 
+@shared_docs
 def plot_coverage(cov: pd.DataFrame, *, confidence: float = 0.95, title: str | None = None, width="single",
                   ax=None):
-    """Coverage of Δ's CI under equal noise (:func:`~medeval_kit.agreement.equal_noise_coverage`), per design."""
+    """Coverage of Δ's CI under equal noise (:func:`~medeval_kit.agreement.equal_noise_coverage`), per design.
+
+    Parameters
+    ----------
+    cov : DataFrame
+        An :func:`~medeval_kit.agreement.equal_noise_coverage` table.
+    confidence : float, default 0.95
+        The nominal coverage, drawn as a dashed line.
+    {title}
+    {width}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     panels = list(dict.fromkeys(cov["panel"]))
     designs = list(dict.fromkeys(cov["design"]))
     with paper_style():

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import PALETTE, figure, paper_style
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
@@ -28,6 +29,7 @@ QUANTITY_LABELS = {
 _OBJ = {"kappa": "Cohen's kappa (A/B/tie)", "agreement": "percent agreement"}
 
 
+@shared_docs
 def plot_search_optimism(
     replicates: pd.DataFrame,
     summary: pd.DataFrame | None = None,
@@ -42,6 +44,25 @@ def plot_search_optimism(
     mean with its CI from ``summary`` (:func:`~medeval_kit.judge.aspect_search.optimism_summary`).
 
     ``reference``: label -> value, drawn as dotted lines on the kappa panel (e.g. a paper's numbers).
+
+    Parameters
+    ----------
+    replicates : DataFrame
+        One row per replicate and scenario with each quantity's value.
+    summary : DataFrame, optional
+        :func:`~medeval_kit.judge.aspect_search.optimism_summary` of them (means and CIs).
+    quantities : sequence of str
+        The quantities on the x axis.
+    objectives : sequence of str
+        One panel each.
+    reference : mapping of str to float, optional
+        Labelled values drawn as dotted lines on the kappa panel (e.g. a paper's numbers).
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
     objectives = [o for o in objectives if o in set(replicates["objective"])]
     scen = list(dict.fromkeys(replicates["scenario"].astype(str)))
@@ -90,6 +111,7 @@ def plot_search_optimism(
     return fig
 
 
+@shared_docs
 def plot_best_by_size(
     path: pd.DataFrame,
     *,
@@ -103,6 +125,22 @@ def plot_best_by_size(
     ``path``: rows ``k`` with the objective's column (``kappa``, ``agreement``); with an ``objective``
     column (the objective the search maximised, as the paths of ``select_aspects_all`` concatenated)
     each panel shows the rows searched for it. ``by``: one line per group (e.g. dataset).
+
+    Parameters
+    ----------
+    path : DataFrame
+        Rows ``k`` with the objectives' columns, optionally with an ``objective`` column (the paths of
+        ``select_aspects_all`` concatenated).
+    objectives : sequence of str
+        One panel each.
+    by : str, optional
+        One line per group (e.g. ``dataset``).
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
     objectives = [o for o in objectives if o in path.columns]
     with paper_style():

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import PALETTE, figure, paper_style
 from medeval_kit.viz.intervals import draw_estimates, no_interval_reasons, note_no_interval
 
@@ -29,8 +30,20 @@ BIAS_METRIC_LABELS = {
 """Axis words for the metric names of :mod:`medeval_kit.bias` tables (others: underscores become spaces)."""
 
 
+@shared_docs
 def bias_metric_label(metric: str) -> str:
-    """Readable axis words for a bias metric name (``first_slot_rate`` -> ``first-slot rate: P(first slot | not a tie)``)."""
+    """Readable axis words for a bias metric name (``first_slot_rate`` -> ``first-slot rate: P(first slot | not a tie)``).
+
+    Parameters
+    ----------
+    metric : str
+        A bias metric's name (``first_slot_rate``, ``flip_rate`` ...).
+
+    Returns
+    -------
+    str
+        Axis words for it; the name itself when it has none.
+    """
     return BIAS_METRIC_LABELS.get(str(metric), str(metric).replace("_", " "))
 
 
@@ -73,16 +86,45 @@ def _errorbar_plot(res: pd.DataFrame, metric: str, ylabel: str, ref: float | Non
     return fig
 
 
+@shared_docs
 def plot_flip_rates(res: pd.DataFrame, *, metric: str = "flip_rate", title: str = "Position flips", ax=None):
-    """Flip rate per criterion (x) and judge (colour) with CI bars; ``res`` from ``bias.position_bias``."""
+    """Flip rate per criterion (x) and judge (colour) with CI bars; ``res`` from ``bias.position_bias``.
+
+    Parameters
+    ----------
+    res : DataFrame
+        A :func:`~medeval_kit.bias.position_bias` table.
+    metric : str, default "flip_rate"
+        The metric rows to draw.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     return _errorbar_plot(res, metric, f"{bias_metric_label(metric)}, 95% CI", None, title, ax)
 
 
+@shared_docs
 def plot_first_slot(res: pd.DataFrame, *, title: str = "First-slot preference", ax=None):
-    """First-slot rate per criterion and judge with CI bars and the no-bias line at 0.5."""
+    """First-slot rate per criterion and judge with CI bars and the no-bias line at 0.5.
+
+    Parameters
+    ----------
+    res : DataFrame
+        A :func:`~medeval_kit.bias.position_bias` table (its ``first_slot_rate`` rows).
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     return _errorbar_plot(res, "first_slot_rate", f"{bias_metric_label('first_slot_rate')}, 95% CI", 0.5, title, ax)
 
 
+@shared_docs
 def plot_consistency_vs_agreement(
     res: pd.DataFrame,
     *,
@@ -91,7 +133,22 @@ def plot_consistency_vs_agreement(
     title: str = "Consistency vs agreement",
     ax=None,
 ):
-    """Scatter of order consistency (x) against agreement with a reference (y), with 2-D CI bars."""
+    """Scatter of order consistency (x) against agreement with a reference (y), with 2-D CI bars.
+
+    Parameters
+    ----------
+    res : DataFrame
+        One row per judge (and criterion) with the two metrics and their CIs, wide: ``<x>``,
+        ``<x>_ci_low`` ... (see :func:`~medeval_kit.bias.agreement_on_consistent`).
+    x, y : str
+        The metrics on the two axes.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     w = res[res["metric"].isin([x, y])].pivot_table(index="judge", columns="metric",
                                                     values=["estimate", "ci_low", "ci_high"], aggfunc="first")
     with paper_style():
@@ -118,13 +175,28 @@ def plot_consistency_vs_agreement(
     return fig
 
 
+@shared_docs
 def plot_letter_balance(letters: pd.DataFrame, *, by: str = "generator",
                         title: str = "Correct-answer letter per generator", ax=None):
     """Share of each correct letter per ``by`` group (rows) with CI bars, from ``bias.letter_balance``;
     a dashed line at the expected share when it is one value, else a grey tick per point.
 
     Groups read from the top in sorted order, and within a group the letters run A, B, C ... from the
-    top, the order of the legend (left to right)."""
+    top, the order of the legend (left to right).
+
+    Parameters
+    ----------
+    letters : DataFrame
+        A :func:`~medeval_kit.bias.letter_balance` table.
+    by : str, default "generator"
+        The grouping column (one row of bars per group).
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     gens = sorted(letters[by].astype(str).unique(), key=str.casefold)
     lets = sorted(letters["letter"].astype(str).unique())
     expected = letters["expected"].unique()
@@ -155,8 +227,21 @@ def plot_letter_balance(letters: pd.DataFrame, *, by: str = "generator",
     return fig
 
 
+@shared_docs
 def plot_self_preference(res: pd.DataFrame, *, title: str = "Self and family preference", ax=None):
-    """Horizontal CI bars of Delta_self / Delta_family per (rater -> target), with the zero line."""
+    """Horizontal CI bars of Delta_self / Delta_family per (rater -> target), with the zero line.
+
+    Parameters
+    ----------
+    res : DataFrame
+        A :func:`~medeval_kit.bias.self_preference` table.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     d = res.dropna(subset=["estimate"]).reset_index(drop=True)
     with paper_style():
         fig, ax = _axes(ax, aspect=max(0.4, 0.12 * len(d) + 0.2))
@@ -174,9 +259,28 @@ def plot_self_preference(res: pd.DataFrame, *, title: str = "Self and family pre
     return fig
 
 
+@shared_docs
 def plot_rate_by_judge(res: pd.DataFrame, metric: str, *, ref: float | None = 0.5, xlabel: str | None = None,
                        title: str = "", ax=None):
-    """Horizontal CI bars of one metric per judge (e.g. ``longer_preferred``, ``flip_rate``)."""
+    """Horizontal CI bars of one metric per judge (e.g. ``longer_preferred``, ``flip_rate``).
+
+    Parameters
+    ----------
+    res : DataFrame
+        A bias table with a ``metric`` column and the contract columns.
+    metric : str
+        The metric rows to draw (e.g. ``longer_preferred``, ``flip_rate``).
+    ref : float or None, default 0.5
+        A reference line (no bias); ``None`` for none.
+    xlabel : str, optional
+        The axis label; default the metric's words.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     d = res[res["metric"] == metric].reset_index(drop=True)
     with paper_style():
         fig, ax = _axes(ax, aspect=max(0.35, 0.1 * len(d) + 0.25))

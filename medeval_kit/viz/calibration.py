@@ -9,6 +9,7 @@ import pandas as pd
 import seaborn as sns
 
 from medeval_kit.bias.calibration import METHOD_LABELS, METHODS
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, paper_style
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
@@ -21,6 +22,7 @@ def _groups(d: pd.DataFrame, by: str) -> list[str]:
     return sorted(d[by].astype(str).unique()) if by in d.columns else [""]
 
 
+@shared_docs
 def plot_calibration_effect(effect: pd.DataFrame, *, metric: str = "accuracy", by: str = "dataset",
                             title: str = "Agreement with humans before and after calibration", ax=None):
     """Per method (rows) the agreement with CI (left) and its paired difference from the baseline (right).
@@ -28,6 +30,23 @@ def plot_calibration_effect(effect: pd.DataFrame, *, metric: str = "accuracy", b
     ``effect`` is :func:`medeval_kit.bias.calibration.calibration_effect`'s table, optionally several
     stacked with a ``by`` column (e.g. ``dataset``: synthetic, embedded judge), one colour each. ``ax``:
     two axes (levels, differences); None draws a new two-panel figure.
+
+    Parameters
+    ----------
+    effect : DataFrame
+        A :func:`~medeval_kit.bias.calibration_effect` table, optionally several stacked with a
+        ``by`` column.
+    metric : str, default "accuracy"
+        The agreement metric to draw.
+    by : str, default "dataset"
+        The column telling stacked tables apart (one colour each).
+    {title}
+    ax : sequence of two Axes, optional
+        Axes for the levels and the differences; a new two-panel figure when omitted.
+
+    Returns
+    -------
+    {figure}
     """
     d = effect[effect["metric"] == metric]
     if by in d.columns:
@@ -76,6 +95,7 @@ def plot_calibration_effect(effect: pd.DataFrame, *, metric: str = "accuracy", b
     return fig
 
 
+@shared_docs
 def plot_budget_curve(curve: pd.DataFrame, *, by: str = "dataset", mark: float | None = 0.2,
                       title: str = "Human review of the most uncertain items", ax=None):
     """Agreement with the humans (95% CI band) against the share of items reviewed, most uncertain first.
@@ -84,6 +104,21 @@ def plot_budget_curve(curve: pd.DataFrame, *, by: str = "dataset", mark: float |
     ``by`` column); dashed: the expectation when the reviewed items are drawn at random; dotted: an
     oracle that reviews every judge error first. ``mark`` draws a vertical line at that share (the paper's
     20% human budget).
+
+    Parameters
+    ----------
+    curve : DataFrame
+        A :func:`~medeval_kit.bias.budget_curve` table, optionally stacked with a ``by`` column.
+    by : str, default "dataset"
+        The column telling stacked tables apart.
+    mark : float or None, default 0.2
+        A vertical line at this share reviewed; ``None`` for none.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
     d = curve.assign(**{by: curve[by].astype(str)}) if by in curve.columns else curve
     groups = _groups(d, by)

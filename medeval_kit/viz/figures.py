@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import math
 from collections.abc import Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,11 +11,11 @@ import matplotlib
 
 matplotlib.use("Agg", force=False)
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from medeval_kit.tables import CSV_DIGITS, format_frame  # noqa: E402
+from medeval_kit.docstrings import shared_docs
+from medeval_kit.tables import data_hash, sidecar, write_sidecar  # noqa: E402
 
 __all__ = [
     "SINGLE_COLUMN", "DOUBLE_COLUMN", "PALETTE", "paper_style", "figure", "save_figure", "save_plotly", "data_hash",
@@ -50,68 +47,40 @@ _RC = {
 
 @contextmanager
 def paper_style():
-    """Context manager applying the paper style (fonts, sizes, colourblind palette)."""
+    """Apply the paper style (fonts, sizes, colourblind palette) inside a ``with`` block.
+
+    Returns
+    -------
+    contextmanager
+        Use as ``with paper_style(): ...``.
+    """
     with sns.axes_style("ticks"), sns.color_palette(PALETTE), plt.rc_context(_RC):
         yield
 
 
+@shared_docs
 def figure(width: str | float = "single", aspect: float = 0.75, **kw: Any):
-    """Return ``(fig, ax)`` sized for a single or double column, in the paper style."""
+    """Return a new figure sized for one or two journal columns, in the paper style.
+
+    Parameters
+    ----------
+    {width}
+    aspect : float, default 0.75
+        Height over width.
+    **kw
+        Passed to :func:`matplotlib.pyplot.subplots` (``ncols``, ``sharey`` ...).
+
+    Returns
+    -------
+    fig : Figure
+        The figure.
+    ax : Axes or array of Axes
+        Its axes.
+    """
     w = {"single": SINGLE_COLUMN, "double": DOUBLE_COLUMN}.get(width, width)  # type: ignore[arg-type]
     plt.rcParams.update(_RC)
     sns.set_palette(PALETTE)
     return plt.subplots(figsize=(float(w), float(w) * aspect), **kw)
-
-
-def data_hash(*frames: pd.DataFrame) -> str:
-    """Return a short SHA-256 of the frames' contents as a saved table writes them, for the provenance sidecar.
-
-    Numbers are hashed at the CSV's significant digits (:func:`medeval_kit.tables.format_frame`), so
-    last-digit floating-point differences between machines do not change the hash.
-    """
-    h = hashlib.sha256()
-    for df in frames:
-        h.update(format_frame(df).to_csv(index=True, lineterminator="\n").encode())
-    return h.hexdigest()[:16]
-
-
-def _stable(value: Any) -> Any:
-    """``value`` with every float at the CSV's significant digits (recursively), for a byte-stable sidecar."""
-    if isinstance(value, Mapping):
-        return {str(k): _stable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_stable(v) for v in value]
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, (float, np.floating)):
-        f = float(value)
-        return f if not math.isfinite(f) else float(f"{f:.{CSV_DIGITS}g}")
-    return value
-
-
-_SIDECAR_KEYS = ("study", "notebook", "parameters")
-
-
-def _sidecar(name: str, paths: Mapping[str, Path], data, meta: Mapping[str, Any] | None) -> dict:
-    """Provenance record: figure, files, data hash, study, notebook and parameters.
-
-    Keys of ``meta`` other than study/notebook/parameters are folded into ``parameters`` so that
-    every sidecar has the same shape.
-    """
-    meta = dict(meta or {})
-    params = dict(meta.pop("parameters", None) or {})
-    study, notebook = meta.pop("study", None), meta.pop("notebook", None)
-    params.update(meta)
-    return {
-        "figure": name,
-        "files": sorted(p.name for p in paths.values()),
-        "data_hash": data_hash(data) if data is not None else None,
-        "study": study,
-        "notebook": notebook,
-        "parameters": _stable(params),
-    }
 
 
 def save_figure(
@@ -125,9 +94,32 @@ def save_figure(
 ) -> dict[str, Path]:
     """Write ``fig`` as PDF, PNG (300 dpi) and SVG plus ``name.json`` provenance; return the paths.
 
-    ``meta`` (study, notebook, parameters ...) and the hash of ``data`` go into the sidecar, with floats
-    at the tables' significant digits. Outputs carry no timestamps, and the sidecar no last-digit float
+    The sidecar records the run context (:func:`medeval_kit.provenance.current`: the study, notebook and
+    parameters ``medeval run`` gave the notebook, or what :func:`medeval_kit.provenance.start` found when it
+    ran by hand) and the hash of ``data``, with floats at the tables' significant digits
+    (:func:`medeval_kit.tables.sidecar`). ``meta`` (study, notebook, parameters ...), when given, replaces the
+    context's study, notebook and parameters. Outputs carry no timestamps, and the sidecar no last-digit float
     noise, so re-running leaves git clean.
+
+    Parameters
+    ----------
+    fig : Figure
+        The figure.
+    name : str
+        The file name without extension.
+    outdir : path-like
+        The folder (created if missing).
+    data : DataFrame, optional
+        The table the figure was drawn from; its hash goes into the sidecar.
+    meta : mapping, optional
+        Study, notebook and parameters to record instead of the run context's.
+    formats : tuple of str, default ("pdf", "png", "svg")
+        The formats to write.
+
+    Returns
+    -------
+    dict of str to Path
+        The files written, by format, and ``json`` (the sidecar).
     """
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
@@ -142,9 +134,7 @@ def save_figure(
             p = out / f"{name}.{fmt}"
             fig.savefig(p, format=fmt, metadata=stamp.get(fmt), dpi=300)
             paths[fmt] = p
-    side = _sidecar(name, paths, data, meta)
-    paths["json"] = out / f"{name}.json"
-    paths["json"].write_text(json.dumps(side, indent=2, sort_keys=True, default=str) + "\n")
+    paths["json"] = write_sidecar(out / f"{name}.json", sidecar("figure", name, paths, data=data, meta=meta))
     plt.close(fig)
     return paths
 
@@ -165,6 +155,28 @@ def save_plotly(
     the default loads it from a CDN (a few KB). ``static=("png", "svg")`` also exports images
     through kaleido, which needs a Chrome/Chromium (Debian's ``chromium`` works); install the
     ``export`` extra for it.
+
+    Parameters
+    ----------
+    fig : plotly Figure
+        The figure.
+    name : str
+        The file name without extension.
+    outdir : path-like
+        The folder (created if missing).
+    offline : bool, default False
+        Embed plotly.js in the page.
+    static : tuple of str
+        Image formats to export too (``"png"``, ``"svg"``).
+    data : DataFrame, optional
+        The table the figure was drawn from; its hash goes into the sidecar.
+    meta : mapping, optional
+        Study, notebook and parameters to record instead of the run context's.
+
+    Returns
+    -------
+    dict of str to Path
+        The files written, by format, and ``json`` (the sidecar).
     """
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
@@ -180,7 +192,6 @@ def save_plotly(
                 "extra (kaleido) and Debian's chromium, or keep the HTML output"
             ) from exc
         paths[fmt] = out / f"{name}.{fmt}"
-    side = {**_sidecar(name, paths, data, meta), "kind": "plotly", "offline": offline}
-    paths["json"] = out / f"{name}.json"
-    paths["json"].write_text(json.dumps(side, indent=2, sort_keys=True, default=str) + "\n")
+    side = {**sidecar("figure", name, paths, data=data, meta=meta), "kind": "plotly", "offline": offline}
+    paths["json"] = write_sidecar(out / f"{name}.json", side)
     return paths

@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from medeval_kit.docstrings import shared_docs
+
 from .figures import figure
 from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
@@ -21,9 +23,21 @@ def _axes(ax):
     return ax.figure, ax
 
 
+@shared_docs
 def plot_rounds(generations: pd.DataFrame, *, ax=None):
     """Total critique score by round, one line per item; the selected round is ringed and the stopping
-    threshold (the ``threshold`` column of ``SRefineResult.generations``) dashed."""
+    threshold (the ``threshold`` column of ``SRefineResult.generations``) dashed.
+
+    Parameters
+    ----------
+    generations : DataFrame
+        ``SRefineResult.generations`` (``item``, ``round``, ``total``, ``selected``, ``threshold``).
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     g = generations
     for it, d in g.groupby("item", sort=True):
@@ -43,10 +57,24 @@ def plot_rounds(generations: pd.DataFrame, *, ax=None):
     return fig
 
 
+@shared_docs
 def plot_quality(summary: pd.DataFrame, *, fmt: str = "mcq", ax=None):
     """Mean judge score (``estimate`` with its CI) per generator and criterion, one format (dot plot).
 
-    Generators read from the top; within one, the criteria run from the top in the legend's order."""
+    Generators read from the top; within one, the criteria run from the top in the legend's order.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        A quality table per generator, criterion and format with the contract columns.
+    fmt : str, default "mcq"
+        The format (``mcq``, ``open`` ...) to draw.
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     d = summary[summary["format"] == fmt] if "format" in summary.columns else summary
     crits = sorted(d["criterion"].unique())
@@ -66,9 +94,23 @@ def plot_quality(summary: pd.DataFrame, *, fmt: str = "mcq", ax=None):
     return fig
 
 
+@shared_docs
 def plot_grounded_letter_balance(balance: pd.DataFrame, *, by: str = "generator", ax=None):
     """Stacked share of the correct letter (``estimate`` of a letter-balance table) per group, with
-    quarter lines (uniform A-D puts 25% on each letter)."""
+    quarter lines (uniform A-D puts 25% on each letter).
+
+    Parameters
+    ----------
+    balance : DataFrame
+        A letter-balance table (:func:`~medeval_kit.bias.letter_balance`).
+    by : str, default "generator"
+        The grouping column.
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     w = balance.pivot_table(index=by, columns="letter", values="estimate", fill_value=0)
     w = w[sorted(w.columns, key=str)]
@@ -84,8 +126,22 @@ def plot_grounded_letter_balance(balance: pd.DataFrame, *, by: str = "generator"
     return fig
 
 
+@shared_docs
 def plot_cloze_accuracy(acc: pd.DataFrame, *, x: str = "match", ax=None):
-    """Cloze accuracy (``estimate`` with its CI) per value of ``x`` as bars, n and CI method in the label."""
+    """Cloze accuracy (``estimate`` with its CI) per value of ``x`` as bars, n and CI method in the label.
+
+    Parameters
+    ----------
+    acc : DataFrame
+        A cloze accuracy table with the contract columns.
+    x : str, default "match"
+        The column whose values are the bars.
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     est = acc["estimate"].to_numpy(float)
     why = no_interval_reasons(est, acc["ci_low"], acc["ci_high"], acc["n_items"])
@@ -101,9 +157,21 @@ def plot_cloze_accuracy(acc: pd.DataFrame, *, x: str = "match", ax=None):
     return fig
 
 
+@shared_docs
 def plot_stage0_overlap(overlap: pd.DataFrame, *, ax=None):
     """Human-vs-machine overlap of topics and test points (:func:`~medeval_kit.generate.topic_overlap`
-    rows): one row of points per measure and match level, one colour per machine source, with CIs and n."""
+    rows): one row of points per measure and match level, one colour per machine source, with CIs and n.
+
+    Parameters
+    ----------
+    overlap : DataFrame
+        :func:`~medeval_kit.generate.topic_overlap` rows.
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     ov = overlap.copy()
     ov["label"] = ov["measure"].str.replace("_", " ") + " (" + ov["match"] + ")"
@@ -126,8 +194,22 @@ def plot_stage0_overlap(overlap: pd.DataFrame, *, ax=None):
     return fig
 
 
+@shared_docs
 def plot_stop_rules(comparison: pd.DataFrame, *, measure: str = "share_all_rounds", ax=None):
-    """One measure of :func:`~medeval_kit.generate.stop_rule_comparison` per (topics, stop rule), with CIs and n."""
+    """One measure of :func:`~medeval_kit.generate.stop_rule_comparison` per (topics, stop rule), with CIs and n.
+
+    Parameters
+    ----------
+    comparison : DataFrame
+        A :func:`~medeval_kit.generate.stop_rule_comparison` table.
+    measure : str, default "share_all_rounds"
+        The measure to draw.
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     d = comparison[comparison["measure"] == measure].reset_index(drop=True)
     labels = [f"{t} topics\n{r}" for t, r in zip(d["topics"], d["stop_rule"])]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import figure, paper_style
 
 __all__ = ["plot_verdicts"]
@@ -13,12 +14,24 @@ __all__ = ["plot_verdicts"]
 _BY_WORDS = {"order": "presentation order", "position": "shown position", "criterion": "criterion"}
 
 
+@shared_docs
 def plot_verdicts(counts: pd.DataFrame, *, title: str | None = None, ax=None):
     """Bar chart of verdict counts per group (parse failures are their own bars); returns the figure.
 
     ``counts`` is :func:`medeval_kit.judge.verdict_counts` (columns ``protocol, by, group, label, n,
     unit``): pairwise presented-slot verdicts per order (a position-biased judge piles up on
     ``first``), k-slot verdicts by shown position, other protocols by criterion.
+
+    Parameters
+    ----------
+    counts : DataFrame
+        A :func:`medeval_kit.judge.verdict_counts` table.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
     by, proto, unit = (str(counts[c].iloc[0]) for c in ("by", "protocol", "unit"))
     wide = counts.set_index(["group", "label"])["n"].unstack(fill_value=0).rename_axis(by)

@@ -3,10 +3,13 @@ judge scores per group and criterion. Each takes the table and ``ax=None`` and r
 
 from __future__ import annotations
 
+import warnings
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import DOUBLE_COLUMN, figure, paper_style
 
 __all__ = ["plot_label_distribution", "plot_score_distribution"]
@@ -20,9 +23,31 @@ def _row_major(handles: list, labels: list, ncol: int) -> tuple[list, list]:
     return [handles[i] for i in order], [labels[i] for i in order]
 
 
-def plot_label_distribution(dist: pd.DataFrame, *, group: str = "rater", label: str = "label", title: str = "",
-                            ax=None):
-    """Horizontal stacked bars of label shares per group (``overview.label_distribution``), n in each label."""
+@shared_docs
+def plot_label_distribution(dist: pd.DataFrame, *, by: str = "rater", title: str = "", ax=None,
+                            group: str | None = None):
+    """Horizontal stacked bars of label shares per group (``overview.label_distribution``), n in each label.
+
+    Parameters
+    ----------
+    dist : DataFrame
+        An :func:`~medeval_kit.overview.label_distribution` table (``label``, ``share``, ``n_group`` and
+        the grouping column).
+    by : str, default "rater"
+        The grouping column (one bar per group).
+    {title}
+    {ax}
+    group : str, optional
+        Deprecated name of ``by``.
+
+    Returns
+    -------
+    {figure}
+    """
+    if group is not None:
+        warnings.warn("plot_label_distribution(group=...) is deprecated; use by=", DeprecationWarning, stacklevel=2)
+        by = group
+    group, label = by, "label"
     with paper_style():
         wide = dist.pivot_table(index=group, columns=label, values="share", fill_value=0.0, sort=False)
         n = dist.groupby(group, sort=False)["n_group"].first()
@@ -42,13 +67,27 @@ def plot_label_distribution(dist: pd.DataFrame, *, group: str = "rater", label: 
     return fig
 
 
-def plot_score_distribution(means: pd.DataFrame, *, by: str = "generator", criterion: str = "criterion",
-                            ax=None):
+@shared_docs
+def plot_score_distribution(means: pd.DataFrame, *, by: str = "generator", ax=None):
     """Mean judge score (CI bars) per ``by`` group, one panel per criterion (``overview.score_means``).
 
     Groups are ordered by their mean estimate over criteria. ``ax``: one axes per criterion (any
     array-like), else a new two-column grid.
+
+    Parameters
+    ----------
+    means : DataFrame
+        An :func:`~medeval_kit.overview.score_means` table (``criterion``, the contract columns and the
+        grouping column).
+    by : str, default "generator"
+        The grouping column.
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
+    criterion = "criterion"
     crits = sorted(means[criterion].astype(str).unique())
     order = means.groupby(by)["estimate"].mean().sort_values().index
     with paper_style():

@@ -5,6 +5,7 @@ computes a statistic."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -12,6 +13,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, paper_style
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
@@ -23,6 +25,7 @@ def _axes(ax, width: str = "single", aspect: float = 0.75):
     return figure(width, aspect=aspect) if ax is None else (ax.figure, ax)
 
 
+@shared_docs
 def plot_difficulty_discrimination(table: pd.DataFrame, *, x: str = "p", y: str = "r_pbis", hue: str | None = "source",
                                    too_hard: float | None = 0.30, too_easy: float | None = 0.90,
                                    low_discrimination: float | None = 0.20, title: str = "Item difficulty and discrimination",
@@ -31,6 +34,24 @@ def plot_difficulty_discrimination(table: pd.DataFrame, *, x: str = "p", y: str 
 
     ``table`` is :func:`medeval_kit.psychometrics.item_flags` (optionally joined with the items for ``hue``).
     The threshold arguments only place the dashed lines (pass the values the flags used; None hides one).
+
+    Parameters
+    ----------
+    table : DataFrame
+        An :func:`~medeval_kit.psychometrics.item_flags` table (optionally joined with the items for
+        ``hue``).
+    x, y : str
+        The difficulty and discrimination columns.
+    hue : str or None, default "source"
+        A column to colour by; ``None`` for one colour.
+    too_hard, too_easy, low_discrimination : float or None
+        Where to draw the review bands (pass the thresholds the flags used; ``None`` hides one).
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
     d = table.copy()
     groups = sorted(d[hue].astype(str).unique()) if hue and hue in d.columns else [None]
@@ -70,6 +91,7 @@ def plot_difficulty_discrimination(table: pd.DataFrame, *, x: str = "p", y: str 
     return fig
 
 
+@shared_docs
 def plot_distractors(distractors: pd.DataFrame, *, items: Sequence[str] | None = None, ncols: int = 3,
                      nonfunctional: float | None = 0.05, titles: dict[str, str] | None = None,
                      title: str = "Option choice by item", ax=None):
@@ -78,6 +100,26 @@ def plot_distractors(distractors: pd.DataFrame, *, items: Sequence[str] | None =
 
     ``distractors`` is :func:`medeval_kit.psychometrics.distractor_analysis`; ``items`` picks the panels;
     ``ax``: axes to draw into (one per item), else a new figure.
+
+    Parameters
+    ----------
+    distractors : DataFrame
+        A :func:`~medeval_kit.psychometrics.distractor_analysis` table.
+    items : sequence of str, optional
+        The items to draw (one panel each); default all.
+    ncols : int, default 3
+        Panels per row.
+    nonfunctional : float or None, default 0.05
+        The non-functional share line; ``None`` hides it.
+    titles : dict of str to str, optional
+        Panel titles by item.
+    {title}
+    ax : sequence of Axes, optional
+        One axes per item; a new figure when omitted.
+
+    Returns
+    -------
+    {figure}
     """
     its = list(items) if items is not None else sorted(distractors["item"].astype(str).unique())
     n = max(len(its), 1)
@@ -125,9 +167,26 @@ def plot_distractors(distractors: pd.DataFrame, *, items: Sequence[str] | None =
     return fig
 
 
+@shared_docs
 def plot_icc(icc: pd.DataFrame, *, items: Sequence[str] | None = None, band: bool = True,
              title: str = "Item characteristic curves", ax=None):
-    """P(correct | ability) per item with its 95% band; ``icc`` is :func:`medeval_kit.psychometrics.icc_table`."""
+    """P(correct | ability) per item with its 95% band; ``icc`` is :func:`medeval_kit.psychometrics.icc_table`.
+
+    Parameters
+    ----------
+    icc : DataFrame
+        An :func:`~medeval_kit.psychometrics.icc_table` table.
+    items : sequence of str, optional
+        The items to draw; default all.
+    band : bool, default True
+        Draw the 95% band.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     its = list(items) if items is not None else list(dict.fromkeys(icc["item"].astype(str)))
     with paper_style():
         fig, ax = _axes(ax, aspect=0.75)
@@ -148,10 +207,23 @@ def plot_icc(icc: pd.DataFrame, *, items: Sequence[str] | None = None, band: boo
     return fig
 
 
+@shared_docs
 def plot_recovery(table: pd.DataFrame, *, title: str = "Recovery of planted item parameters", ax=None):
     """Estimate (95% CI) against planted value, one panel per parameter, identity line; uncovered CIs in a second colour.
 
     ``table`` is :func:`medeval_kit.psychometrics.recovery_table`; ``ax``: one axis per parameter, else a new figure.
+
+    Parameters
+    ----------
+    table : DataFrame
+        A :func:`~medeval_kit.psychometrics.recovery_table` table.
+    {title}
+    ax : sequence of Axes, optional
+        One axes per parameter; a new figure when omitted.
+
+    Returns
+    -------
+    {figure}
     """
     params = sorted(table["parameter"].unique())
     with paper_style():
@@ -181,10 +253,37 @@ def plot_recovery(table: pd.DataFrame, *, title: str = "Recovery of planted item
     return fig
 
 
-def plot_p_by_label(table: pd.DataFrame, *, label: str = "difficulty_label", order: Sequence[str] | None = None,
-                    value: str = "p", trace: str | None = "trace", title: str = "Share correct by planted difficulty",
-                    ax=None):
-    """Each item's p (95% CI) at its planted difficulty label, items of one trace joined by a thin line."""
+@shared_docs
+def plot_p_by_label(table: pd.DataFrame, *, by: str = "difficulty_label", order: Sequence[str] | None = None,
+                    value: str = "p", join_traces: bool = True, title: str = "Share correct by planted difficulty",
+                    ax=None, label: str | None = None):
+    """Each item's p (95% CI) at its planted difficulty label, items of one trace joined by a thin line.
+
+    Parameters
+    ----------
+    table : DataFrame
+        Item statistics with ``p``, its CI and the planted labels.
+    by : str, default "difficulty_label"
+        The planted-label column on the x axis.
+    order : sequence of str, optional
+        The labels in axis order; default sorted.
+    value : str, default "p"
+        The column on the y axis.
+    join_traces : bool, default True
+        Join the items of one ``trace`` (a column of ``table``, when present) by a thin line.
+    {title}
+    {ax}
+    label : str, optional
+        Deprecated name of ``by``.
+
+    Returns
+    -------
+    {figure}
+    """
+    if label is not None:
+        warnings.warn("plot_p_by_label(label=...) is deprecated; use by=", DeprecationWarning, stacklevel=2)
+        by = label
+    label = by
     d = table.copy()
     levels = list(order) if order is not None else sorted(d[label].dropna().astype(str).unique())
     xpos = {lv: i for i, lv in enumerate(levels)}
@@ -192,7 +291,8 @@ def plot_p_by_label(table: pd.DataFrame, *, label: str = "difficulty_label", ord
     d["_x"] = d[label].astype(str).map(xpos).astype(float)
     with paper_style():
         fig, ax = _axes(ax, aspect=0.7)
-        if trace and trace in d.columns:
+        trace = "trace"
+        if join_traces and trace in d.columns:
             traces = sorted(d[trace].astype(str).unique())
             offs = {t: (k - (len(traces) - 1) / 2) * 0.5 / max(len(traces), 1) for k, t in enumerate(traces)}
             d["_x"] = d["_x"] + d[trace].astype(str).map(offs)

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import PALETTE, figure, paper_style
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
@@ -36,12 +37,28 @@ def _judges(d: pd.DataFrame, judges: Sequence[str] | None) -> list[str]:
     return list(judges) if judges is not None else list(dict.fromkeys(d["judge"].astype(str)))
 
 
+@shared_docs
 def plot_ratings(ratings: pd.DataFrame, *, judges: Sequence[str] | None = None, order_by: str | None = None,
                  title: str = "Strengths per judge", ax=None):
     """Strength (mean-zero log-strength) of each model (rows) per judge (colour) with CI bars.
 
     ``ratings`` is ``RankResult.ratings``; models are ordered by ``order_by``'s strengths (default: the
     first judge), strongest on top.
+
+    Parameters
+    ----------
+    ratings : DataFrame
+        ``RankResult.ratings`` (:func:`~medeval_kit.rank.rank_models`).
+    judges : sequence of str, optional
+        The judges to draw; default all.
+    order_by : str, optional
+        The judge whose strengths order the models; default the first.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
     """
     d = ratings[ratings["metric"] == "strength"].assign(judge=lambda x: x["judge"].astype(str))
     js = _judges(d, judges)
@@ -68,6 +85,7 @@ def plot_ratings(ratings: pd.DataFrame, *, judges: Sequence[str] | None = None, 
     return fig
 
 
+@shared_docs
 def plot_rank_agreement(agreement: pd.DataFrame, flips: pd.DataFrame | None = None, *,
                         title: str = "Rank agreement with the reference", ax=None):
     """Left: each agreement metric (x) per judge (colour) with CI bars. Right (with ``flips``): P(flip) per
@@ -76,6 +94,20 @@ def plot_rank_agreement(agreement: pd.DataFrame, flips: pd.DataFrame | None = No
 
     ``agreement`` from :func:`~medeval_kit.rank.rank_agreement`, ``flips`` from
     :func:`~medeval_kit.rank.rank_flips` with the same reference. ``ax``: one axis, or two (a sequence) with flips.
+
+    Parameters
+    ----------
+    agreement : DataFrame
+        A :func:`~medeval_kit.rank.rank_agreement` table.
+    flips : DataFrame, optional
+        A :func:`~medeval_kit.rank.rank_flips` table with the same reference (right panel).
+    {title}
+    ax : Axes or sequence of Axes, optional
+        One axes, or two with ``flips``; a new figure when omitted.
+
+    Returns
+    -------
+    {figure}
     """
     d = agreement.assign(judge=agreement["judge"].astype(str))
     js = _judges(d, None)
@@ -129,9 +161,26 @@ def plot_rank_agreement(agreement: pd.DataFrame, flips: pd.DataFrame | None = No
     return fig
 
 
+@shared_docs
 def plot_win_probability(win_probability: pd.DataFrame, judge: str, *, value: str = "estimate",
                          title: str | None = None, ax=None):
-    """Heatmap of P(row model beats column model) for one judge (``RankResult.win_probability``)."""
+    """Heatmap of P(row model beats column model) for one judge (``RankResult.win_probability``).
+
+    Parameters
+    ----------
+    win_probability : DataFrame
+        ``RankResult.win_probability``.
+    judge : str
+        The judge (rater) whose probabilities to draw.
+    value : str, default "estimate"
+        The column to colour by.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     d = win_probability[win_probability["judge"].astype(str) == str(judge)]
     models = list(dict.fromkeys(list(d["model"]) + list(d["opponent"])))
     M = d.pivot(index="model", columns="opponent", values=value).reindex(index=models, columns=models)
@@ -145,8 +194,23 @@ def plot_win_probability(win_probability: pd.DataFrame, judge: str, *, value: st
     return fig
 
 
+@shared_docs
 def plot_elo_orders(elo: pd.DataFrame, judge: str, *, title: str | None = None, ax=None):
-    """Elo rating of each model (rows) under every order of the same games (dots; the table's order as a cross)."""
+    """Elo rating of each model (rows) under every order of the same games (dots; the table's order as a cross).
+
+    Parameters
+    ----------
+    elo : DataFrame
+        Elo ratings per model under every order of the games (:mod:`medeval_kit.rank.elo`).
+    judge : str
+        The judge (rater) to draw.
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     d = elo[elo["judge"].astype(str) == str(judge)]
     first = d[d["order"] == 0].sort_values("rating")
     models = list(first["model"])

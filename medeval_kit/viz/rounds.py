@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from medeval_kit.docstrings import shared_docs
+
 from .figures import figure
 from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
@@ -32,8 +34,25 @@ def _n_text(ns) -> str:
     return f"n={ns[0]}" if len(ns) == 1 else f"n={ns[0]}–{ns[-1]}"
 
 
+@shared_docs
 def round_ticks(table: pd.DataFrame, rounds=None) -> tuple[list, list[str]]:
-    """(rounds, tick labels ``"2\nn=38"``): each round with the items its estimate rests on (``n_items``)."""
+    r"""(rounds, tick labels ``"2
+    n=38"``): each round with the items its estimate rests on (``n_items``).
+
+    Parameters
+    ----------
+    table : DataFrame
+        A table with ``round`` and ``n_items``.
+    rounds : sequence, optional
+        The rounds to label; default those in ``table``.
+
+    Returns
+    -------
+    rounds : list
+        The rounds.
+    labels : list of str
+        ``"<round>\nn=<items>"`` for each.
+    """
     rounds = sorted(table["round"].unique()) if rounds is None else list(rounds)
     labels = [f"{r:g}\n{_n_text(table.loc[table['round'] == r, 'n_items'])}" for r in rounds]
     return rounds, labels
@@ -49,12 +68,26 @@ def _finish(ax, *, xticks, xlabel: str, ylabel: str, title: str | None, xticklab
     ax.legend(frameon=False, **legend)
 
 
+@shared_docs
 def plot_round_means(means: pd.DataFrame, *, ax=None, title: str | None = None, ylabel: str = "mean total score"):
     """Plot :func:`~medeval_kit.rounds.round_means` output: available-only vs LOCF means with CIs and n per round.
 
     Under each round: the items its available-only mean rests on (drop-out shows there); the LOCF
     legend entry gives its own n. A mean without an interval (one item, or a zero-width CI) is an
     open marker, explained under the axis.
+
+    Parameters
+    ----------
+    means : DataFrame
+        A :func:`~medeval_kit.rounds.round_means` table (both imputations).
+    {ax}
+    {title}
+    ylabel : str, default "mean total score"
+        The y-axis label.
+
+    Returns
+    -------
+    {figure}
     """
     fig, ax = _axes(ax)
     why = []
@@ -74,9 +107,24 @@ def plot_round_means(means: pd.DataFrame, *, ax=None, title: str | None = None, 
     return fig
 
 
+@shared_docs
 def plot_component_trajectories(traj: pd.DataFrame, *, imputation: str = "available", ax=None,
                                 title: str | None = None):
-    """Plot per-component round means (:func:`~medeval_kit.rounds.round_means` with ``by="component"``)."""
+    """Plot per-component round means (:func:`~medeval_kit.rounds.round_means` with ``by="component"``).
+
+    Parameters
+    ----------
+    traj : DataFrame
+        A :func:`~medeval_kit.rounds.round_means` table with ``by="component"``.
+    imputation : {"available", "locf"}, default "available"
+        Which means to draw.
+    {ax}
+    {title}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     d = traj[traj["imputation"] == imputation]
     why = []
@@ -96,9 +144,22 @@ def plot_component_trajectories(traj: pd.DataFrame, *, imputation: str = "availa
     return fig
 
 
+@shared_docs
 def plot_stop_best(dist: pd.DataFrame, *, ax=None, title: str | None = None):
     """Grouped bars of the stop-round and best-round shares (:func:`~medeval_kit.rounds.stop_best_distribution`),
-    pooled over groups, each bar labelled with its count and each kind's n in the legend."""
+    pooled over groups, each bar labelled with its count and each kind's n in the legend.
+
+    Parameters
+    ----------
+    dist : DataFrame
+        A :func:`~medeval_kit.rounds.stop_best_distribution` table.
+    {ax}
+    {title}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     width = 0.38
     for i, (kind, g) in enumerate(dist.groupby("kind", sort=False)):
@@ -115,11 +176,35 @@ def plot_stop_best(dist: pd.DataFrame, *, ax=None, title: str | None = None):
     return fig
 
 
+@shared_docs
 def plot_curve_fits(curves: pd.DataFrame, *, x: str = "t", points: pd.DataFrame | None = None,
                     points_label: str = "observed", claims: pd.DataFrame | None = None, ax=None,
                     xlabel: str = "t", ylabel: str = "y", claim_color: str = "C3"):
     """Plot each column of ``curves`` (besides ``x``) as a line (solid, then dashed ...), ``points``
-    (columns ``x`` and ``y``) as black dots and ``claims`` (``x``, ``y``, ``label``) as crosses."""
+    (columns ``x`` and ``y``) as black dots and ``claims`` (``x``, ``y``, ``label``) as crosses.
+
+    Parameters
+    ----------
+    curves : DataFrame
+        The fitted curves: column ``x`` and one column per curve.
+    x : str, default "t"
+        The column of ``curves`` on the x axis.
+    points : DataFrame, optional
+        Observed points (columns ``x`` and ``y``).
+    points_label : str, default "observed"
+        The points' legend entry.
+    claims : DataFrame, optional
+        Printed values to compare (``x``, ``y``, ``label``), drawn as crosses.
+    {ax}
+    xlabel, ylabel : str
+        The axis labels.
+    claim_color : str, default "C3"
+        The crosses' colour.
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     for i, col in enumerate(c for c in curves.columns if c != x):
         ax.plot(curves[x], curves[col], ls=_LINE_STYLES[i % len(_LINE_STYLES)], label=col, color=f"C{i}")
@@ -133,10 +218,27 @@ def plot_curve_fits(curves: pd.DataFrame, *, x: str = "t", points: pd.DataFrame 
     return fig
 
 
+@shared_docs
 def plot_item_rounds(shares: pd.DataFrame, trajectory: pd.DataFrame, *, threshold: float = 0.9,
                      title: str | None = None, ax=None):
     """Return a Figure of one item's component score shares by round (``shares``: component, round,
-    share) with the total (``trajectory``: round, total) in black and the stopping threshold dashed."""
+    share) with the total (``trajectory``: round, total) in black and the stopping threshold dashed.
+
+    Parameters
+    ----------
+    shares : DataFrame
+        One item's ``component, round, share``.
+    trajectory : DataFrame
+        Its ``round, total``.
+    threshold : float, default 0.9
+        The stopping threshold (dashed).
+    {title}
+    {ax}
+
+    Returns
+    -------
+    {figure}
+    """
     fig, ax = _axes(ax)
     for comp, g in shares.groupby("component"):
         ax.plot(g["round"], g["share"], marker="o", label=comp, lw=1)

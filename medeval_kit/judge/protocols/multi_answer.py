@@ -10,6 +10,8 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.prompts import Prompt
 
 from .. import engine
@@ -41,13 +43,16 @@ def _decode(parsed: dict, pos: int) -> tuple[str, float]:
     return lab, _SCORE.get(lab, np.nan)
 
 
+@shared_docs(**engine.RUN_DOCS)
 @protocol("multi_answer", template=TEMPLATE, schema=answers_schema,
-          inputs=("item", "question", "reference", "answer", "target"), scores=share_correct,
+          inputs=(), scores=share_correct,
           order_effects=partial(position_effects, labelled=True), verdicts_by="position")
+@takes_columns("item", "question", "reference", "answer", "target")
+@engine.requires("item", "question", "reference", "answer", "target")
 def judge_multi_answer(
     answers: pd.DataFrame,
     *,
-    judge: str = "local/smollm2-135m",
+    model: str | None = None,
     client=None,
     labels: Sequence[str] = LABELS,
     repeats: int = 1,
@@ -59,12 +64,9 @@ def judge_multi_answer(
     constrained: bool = True,
     cache_mode: str = "use",
     progress: bool = True,
-    item: str = "item",
-    question: str = "question",
-    reference: str = "reference",
-    answer: str = "answer",
-    target: str = "target",
-    criterion: str = "correctness",
+    criterion: str | None = None,
+    columns: Columns = None,
+    **old: str,
 ) -> pd.DataFrame:
     """Grade the k answers of each item in ONE prompt: correct / incorrect / abstain (MedQADE).
 
@@ -72,9 +74,48 @@ def judge_multi_answer(
     The answers are shown in a seeded, recorded random order (``shuffle=False`` keeps the sorted
     target order). One output row per answer: ``verdict`` is its label, ``score`` 1 (correct), 0
     (incorrect) or NA (abstain: not a quality judgement), ``position`` the slot it was shown in.
+
+    Parameters
+    ----------
+    answers : DataFrame
+        One row per (item, target): ``item``, ``question``, ``reference`` (the reference answer), ``answer``,
+        ``target`` (who wrote the answer).
+    labels : sequence of str
+        The labels allowed (correct / incorrect / abstain).
+    repeats : int
+        Calls per item.
+    shuffle : bool
+        Show the answers in a seeded, recorded random order; ``False`` keeps the sorted target order.
+    template : str or Prompt
+        The grading template.
+    criterion : str, optional
+        The value written to the ``criterion`` column; default ``"correctness"``.
+    {model}
+    {client}
+    {temperature}
+    {max_tokens}
+    {seed}
+    {constrained}
+    {cache_mode}
+    {progress}
+    {columns}
+    {old_keywords}
+
+    Returns
+    -------
+    {judgments}
+
+    Raises
+    ------
+    JudgeError
+        A needed column is missing (map yours with ``columns``), the table is empty, or an option is invalid.
     """
+    model = engine.resolve_model(model, old, "judge_multi_answer")
+    # canonical names: columns= renamed the table
+    item, question, reference, answer, target = "item", "question", "reference", "answer", "target"
+    criterion = "correctness" if criterion is None else criterion
     prompt = engine.load_template(template)
-    run = engine.start("multi_answer", judge=judge, client=client, cache_mode=cache_mode, repeats=repeats,
+    run = engine.start("multi_answer", judge=model, client=client, cache_mode=cache_mode, repeats=repeats,
                        temperature=temperature, max_tokens=max_tokens, seed=seed, constrained=constrained)
     return judge_shuffled(answers, run, prompt, progress=progress, shuffle=shuffle, item=item, text=answer,
                           target=target, criterion=criterion,

@@ -9,6 +9,8 @@ from functools import partial
 
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.prompts import Prompt
 
 from .. import engine
@@ -45,13 +47,16 @@ def _vs_reference(judgments: pd.DataFrame, reference: pd.DataFrame, *, policy: s
     return acc_tuple_triple(judgments, reference[reference["item"].astype(str).isin(judged)])
 
 
+@shared_docs(**engine.RUN_DOCS)
 @protocol("multi_response", template=TEMPLATE, schema=responses_schema,
-          inputs=("item", "question", "response", "target"), scores=mean_scores, order_effects=position_effects,
+          inputs=(), scores=mean_scores, order_effects=position_effects,
           humans=_vs_reference, verdicts_by="position")
+@takes_columns("item", "question", "response", "target")
+@engine.requires("item", "question", "response", "target")
 def judge_multi_response(
     responses: pd.DataFrame,
     *,
-    judge: str = "local/smollm2-135m",
+    model: str | None = None,
     client=None,
     scale: tuple[int, int] = (1, 5),
     repeats: int = 1,
@@ -63,21 +68,57 @@ def judge_multi_response(
     constrained: bool = True,
     cache_mode: str = "use",
     progress: bool = True,
-    item: str = "item",
-    question: str = "question",
-    response: str = "response",
-    target: str = "target",
-    criterion: str = "overall",
+    criterion: str | None = None,
+    columns: Columns = None,
+    **old: str,
 ) -> pd.DataFrame:
     """Score the k anonymised responses of each item ("Doctor 1..k") in one prompt (AutoMedEval).
 
     The slot order is shuffled (seeded, recorded) and un-shuffled back to ``target``. One row per
     response with its integer ``score`` on ``scale``. A reply that cannot be parsed into all k
     scores marks every response of that call ``failed`` (see :func:`acc_tuple_triple`).
+
+    Parameters
+    ----------
+    responses : DataFrame
+        One row per (item, target): ``item``, ``question``, ``response``, ``target`` (who wrote it).
+    scale : tuple of int
+        The score range ``(low, high)``.
+    repeats : int
+        Calls per item.
+    shuffle : bool
+        Show the responses in a seeded, recorded random order; ``False`` keeps the sorted target order.
+    template : str or Prompt
+        The scoring template.
+    criterion : str, optional
+        The value written to the ``criterion`` column; default ``"overall"``.
+    {model}
+    {client}
+    {temperature}
+    {max_tokens}
+    {seed}
+    {constrained}
+    {cache_mode}
+    {progress}
+    {columns}
+    {old_keywords}
+
+    Returns
+    -------
+    {judgments}
+
+    Raises
+    ------
+    JudgeError
+        A needed column is missing (map yours with ``columns``), the table is empty, or an option is invalid.
     """
+    model = engine.resolve_model(model, old, "judge_multi_response")
+    # canonical names: columns= renamed the table
+    item, question, response, target = "item", "question", "response", "target"
+    criterion = "overall" if criterion is None else criterion
     lo, hi = int(scale[0]), int(scale[1])
     prompt = engine.load_template(template)
-    run = engine.start("multi_response", judge=judge, client=client, cache_mode=cache_mode, repeats=repeats,
+    run = engine.start("multi_response", judge=model, client=client, cache_mode=cache_mode, repeats=repeats,
                        temperature=temperature, max_tokens=max_tokens, seed=seed, constrained=constrained)
     return judge_shuffled(responses, run, prompt, progress=progress, shuffle=shuffle, item=item, text=response,
                           target=target, criterion=criterion, render=partial(_render, question=question, lo=lo, hi=hi),

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit import agreement, bias
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.pairwise import ORDERS, SLOT_OF, majority_over_repeats, resolve_orders, unswap, win_rate
 from medeval_kit.prompts import POLARITIES, Prompt, PromptError, Rubric, load_rubric
 from medeval_kit.stats import nested_sample
@@ -42,11 +44,30 @@ def sample_ids(ids: list, n_items: int | None, seed: int) -> list:
 
 
 def pairs_from_bundle(bundle, *, n_items: int | None = None, seed: int = 0) -> pd.DataFrame:
-    """Turn a pairwise dataset bundle (PandaLM) into a pairs table for :func:`judge_pairwise`.
+    """Return a pairwise dataset bundle (PandaLM) as a pairs table for :func:`judge_pairwise`.
 
-    Columns: ``item, question, answer_a, answer_b, model_a, model_b``. ``question`` is the
-    instruction followed by its input (if any). ``n_items`` draws a seeded subset, kept in item order:
-    the first ``n_items`` of one seeded permutation (:func:`sample_ids`), so smaller draws nest in larger ones.
+    ``question`` is the instruction followed by its input (if any).
+
+    Parameters
+    ----------
+    bundle : Bundle
+        A bundled pairwise dataset (``items`` and two-slot ``responses``), e.g. from
+        :func:`medeval_kit.datasets.load_pandalm`.
+    n_items : int, optional
+        Draw a seeded subset of this many items, kept in item order: the first ``n_items`` of one seeded
+        permutation (:func:`sample_ids`), so smaller draws nest in larger ones. Default all.
+    seed : int
+        Random seed of the draw.
+
+    Returns
+    -------
+    DataFrame
+        ``item, question, answer_a, answer_b, model_a, model_b``.
+
+    Raises
+    ------
+    JudgeError
+        The dataset has no two-slot responses.
     """
     items, resp = bundle.items, bundle.responses
     if resp is None or "slot" not in resp.columns:
@@ -215,13 +236,17 @@ def labels_vs_humans(parts: list[pd.DataFrame], humans: pd.DataFrame, *, policy:
 
 
 # =========================================================================== the protocol
-@protocol("pairwise", template=TEMPLATES, schema=pairwise_schema, inputs=("item", "question", "answer_a", "answer_b"),
+@shared_docs(**engine.RUN_DOCS)
+@protocol("pairwise", template=TEMPLATES, schema=pairwise_schema, inputs=(),
           scores=_scores, order_effects=_order_effects, humans=_vs_humans, verdicts_by="order",
           verdict_column="slot_verdict", row_unit="calls")
+@engine.optional_columns("model_a", "model_b")
+@takes_columns("item", "question", "answer_a", "answer_b", "model_a", "model_b")
+@engine.requires("item", "question", "answer_a", "answer_b")
 def judge_pairwise(
     pairs: pd.DataFrame,
     *,
-    judge: str = "local/smollm2-135m",
+    model: str | None = None,
     client=None,
     rubric: str | Rubric = "overall",
     criteria: Sequence[str] | None = None,
@@ -236,12 +261,8 @@ def judge_pairwise(
     one_call: bool = False,
     cache_mode: str = "use",
     progress: bool = True,
-    item: str = "item",
-    question: str = "question",
-    answer_a: str = "answer_a",
-    answer_b: str = "answer_b",
-    model_a: str | None = "model_a",
-    model_b: str | None = "model_b",
+    columns: Columns = None,
+    **old: str,
 ) -> pd.DataFrame:
     """Judge each pair on each criterion in every order and repeat; return a ``judgments`` table.
 
@@ -260,14 +281,57 @@ def judge_pairwise(
     ``one_call=True`` judges all criteria in ONE call per order and repeat (Longform-MedQA's
     6-criterion prompt, template ``judge/pairwise_multi``; reversed criteria are flagged in the
     prompt); a reply that fails to parse then fails every criterion of that call.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        One row per pair: ``item``, ``question``, ``answer_a``, ``answer_b``; optional ``model_a`` and ``model_b``
+        (the models' names, else ``A`` and ``B``).
+    rubric : str or Rubric
+        The criteria and their polarity (a file in ``prompts/rubrics``).
+    criteria : sequence of str, optional
+        Some of the rubric's criteria; default all.
+    labels : sequence of str, optional
+        The verdict labels allowed; default the rubric's ``labels``, else A/B/tie.
+    orders : sequence of str
+        Presentation orders, ``"AB"`` and/or ``"BA"``.
+    repeats : int
+        Calls per pair, criterion and order; each repeat has its own cache key.
+    templates : mapping, optional
+        Polarity (``normal``/``reversed``, or ``multi``) -> template name or :class:`~medeval_kit.prompts.Prompt`.
+    one_call : bool
+        Judge all criteria in one call per order and repeat (template ``judge/pairwise_multi``).
+    {model}
+    {client}
+    {temperature}
+    {max_tokens}
+    {seed}
+    {constrained}
+    {cache_mode}
+    {progress}
+    {columns}
+    {old_keywords}
+
+    Returns
+    -------
+    {judgments}
+
+    Raises
+    ------
+    JudgeError
+        A needed column is missing (map yours with ``columns``), the table is empty, or an option is invalid.
     """
+    model = engine.resolve_model(model, old, "judge_pairwise")
+    # canonical names: columns= renamed the table
+    item, question, answer_a, answer_b = "item", "question", "answer_a", "answer_b"
+    model_a, model_b = "model_a", "model_b"
     if pairs[item].duplicated().any():
         raise JudgeError(f"judge_pairwise: column {item!r} has duplicate ids "
                          f"{sorted(map(str, pairs.loc[pairs[item].duplicated(), item]))[:5]}; one row per pair")
     orders = _check_orders(orders)
     rub, crit, labels = _criteria(rubric, criteria, labels)
     prompts = _templates(one_call, templates)
-    run = engine.start("pairwise", judge=judge, client=client, cache_mode=cache_mode, repeats=repeats,
+    run = engine.start("pairwise", judge=model, client=client, cache_mode=cache_mode, repeats=repeats,
                        temperature=temperature, max_tokens=max_tokens, seed=seed, constrained=constrained)
     cols = {"item": item, "question": question, "answer_a": answer_a, "answer_b": answer_b, "model_a": model_a,
             "model_b": model_b}

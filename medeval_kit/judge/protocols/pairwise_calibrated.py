@@ -16,6 +16,8 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit import bias
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.pairwise import ORDERS, majority_over_repeats, unswap, win_rate
 from medeval_kit.pairwise.resolve import CALIBRATED_POLICIES, resolve_pairwise
 from medeval_kit.prompts import Prompt, PromptError, Rubric
@@ -91,13 +93,17 @@ def _vs_humans(judgments: pd.DataFrame, humans: pd.DataFrame, *, policy: str, n_
 
 
 # =========================================================================== the protocol
-@protocol("pairwise_mec", template=TEMPLATE, schema=mec_schema, inputs=("item", "question", "answer_a", "answer_b"),
+@shared_docs(**engine.RUN_DOCS)
+@protocol("pairwise_mec", template=TEMPLATE, schema=mec_schema, inputs=(),
           scores=_scores, order_effects=_order_effects, humans=_vs_humans, verdicts_by="order",
           verdict_column="slot_verdict", row_unit="calls")
+@engine.optional_columns("model_a", "model_b")
+@takes_columns("item", "question", "answer_a", "answer_b", "model_a", "model_b")
+@engine.requires("item", "question", "answer_a", "answer_b")
 def judge_pairwise_mec(
     pairs: pd.DataFrame,
     *,
-    judge: str = "local/smollm2-135m",
+    model: str | None = None,
     client=None,
     rubric: str | Rubric = "overall",
     criteria: Sequence[str] | None = None,
@@ -110,12 +116,8 @@ def judge_pairwise_mec(
     constrained: bool = True,
     cache_mode: str = "use",
     progress: bool = True,
-    item: str = "item",
-    question: str = "question",
-    answer_a: str = "answer_a",
-    answer_b: str = "answer_b",
-    model_a: str | None = "model_a",
-    model_b: str | None = "model_b",
+    columns: Columns = None,
+    **old: str,
 ) -> pd.DataFrame:
     """Score each pair explanation-first, k = ``repeats`` samples in every order; return a ``judgments`` table.
 
@@ -127,7 +129,45 @@ def judge_pairwise_mec(
     a reply cut off there fails to parse and is counted, never guessed. Resolve with
     ``pairwise.resolve.resolve_calibrated`` (``mec``, ``bpc``, ``mec_bpc``) or analyse with
     :mod:`medeval_kit.bias.calibration`.
+
+    Parameters
+    ----------
+    pairs : DataFrame
+        One row per pair: ``item``, ``question``, ``answer_a``, ``answer_b``; optional ``model_a``, ``model_b``.
+    rubric : str or Rubric
+        The criteria (normal polarity only).
+    criteria : sequence of str, optional
+        Some of the rubric's criteria; default all.
+    orders : sequence of str
+        Presentation orders, ``"AB"`` and/or ``"BA"``.
+    repeats : int
+        Samples k per pair, criterion and order (MEC averages them).
+    template : str or Prompt
+        The explanation-first template.
+    {model}
+    {client}
+    {temperature}
+    {max_tokens}
+    {seed}
+    {constrained}
+    {cache_mode}
+    {progress}
+    {columns}
+    {old_keywords}
+
+    Returns
+    -------
+    {judgments}
+
+    Raises
+    ------
+    JudgeError
+        A needed column is missing (map yours with ``columns``), the table is empty, or an option is invalid.
     """
+    model = engine.resolve_model(model, old, "judge_pairwise_mec")
+    # canonical names: columns= renamed the table
+    item, question, answer_a, answer_b = "item", "question", "answer_a", "answer_b"
+    model_a, model_b = "model_a", "model_b"
     if pairs[item].duplicated().any():
         raise JudgeError(f"judge_pairwise_mec: column {item!r} has duplicate ids "
                          f"{sorted(map(str, pairs.loc[pairs[item].duplicated(), item]))[:5]}; one row per pair")
@@ -140,7 +180,7 @@ def judge_pairwise_mec(
     prompt = engine.load_template(template)
     schema = mec_schema(prompt)
     temp = temperature if temperature is not None else (SAMPLE_TEMPERATURE if int(repeats) > 1 else 0.0)
-    run = engine.start("pairwise_mec", judge=judge, client=client, cache_mode=cache_mode, repeats=repeats,
+    run = engine.start("pairwise_mec", judge=model, client=client, cache_mode=cache_mode, repeats=repeats,
                        temperature=temp, max_tokens=max_tokens, seed=seed, constrained=constrained)
     jobs = [_Job(prompt, schema, [c], {"criterion": c, "criterion_description": rub.aspect(c).description or c})
             for c in crit]

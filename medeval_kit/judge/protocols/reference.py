@@ -9,6 +9,8 @@ import copy
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.prompts import Prompt, PromptError
 
 from .. import engine
@@ -35,12 +37,16 @@ def _decode(call: Call, parsed):
     yield {"criterion": call.context, "order": "single", "verdict": v, "score": _SCORE.get(v, np.nan)}
 
 
+@shared_docs(**engine.RUN_DOCS)
 @protocol("reference", template=TEMPLATE, schema=reference_schema,
-          inputs=("item", "question", "reference", "response"), scores=share_correct)
+          inputs=(), scores=share_correct)
+@engine.optional_columns("target")
+@takes_columns("item", "question", "reference", "response", "target")
+@engine.requires("item", "question", "reference", "response")
 def judge_reference(
     responses: pd.DataFrame,
     *,
-    judge: str = "local/smollm2-135m",
+    model: str | None = None,
     client=None,
     repeats: int = 1,
     template: str | Prompt = TEMPLATE,
@@ -50,18 +56,50 @@ def judge_reference(
     constrained: bool = True,
     cache_mode: str = "use",
     progress: bool = True,
-    item: str = "item",
-    question: str = "question",
-    reference: str = "reference",
-    response: str = "response",
-    target: str | None = "target",
-    criterion: str = "correctness",
+    criterion: str | None = None,
+    columns: Columns = None,
+    **old: str,
 ) -> pd.DataFrame:
-    """Grade each response against its reference answer: ``correct`` (score 1) or ``incorrect`` (0)."""
+    """Grade each response against its reference answer: ``correct`` (score 1) or ``incorrect`` (0).
+
+    Parameters
+    ----------
+    responses : DataFrame
+        One row per response: ``item``, ``question``, ``reference``, ``response``; optional ``target``.
+    repeats : int
+        Calls per response.
+    template : str or Prompt
+        The grading template.
+    criterion : str, optional
+        The value written to the ``criterion`` column; default ``"correctness"``.
+    {model}
+    {client}
+    {temperature}
+    {max_tokens}
+    {seed}
+    {constrained}
+    {cache_mode}
+    {progress}
+    {columns}
+    {old_keywords}
+
+    Returns
+    -------
+    {judgments}
+
+    Raises
+    ------
+    JudgeError
+        A needed column is missing (map yours with ``columns``), the table is empty, or an option is invalid.
+    """
+    model = engine.resolve_model(model, old, "judge_reference")
+    # canonical names: columns= renamed the table
+    item, question, reference, response, target = "item", "question", "reference", "response", "target"
+    criterion = "correctness" if criterion is None else criterion
     prompt = engine.load_template(template)
     schema = reference_schema(prompt)
     units = engine.unit_ids(responses, item, target, "judge_reference")
-    run = engine.start("reference", judge=judge, client=client, cache_mode=cache_mode, repeats=repeats,
+    run = engine.start("reference", judge=model, client=client, cache_mode=cache_mode, repeats=repeats,
                        temperature=temperature, max_tokens=max_tokens, seed=seed, constrained=constrained)
     has_t = bool(target and target in responses.columns)
     calls = []

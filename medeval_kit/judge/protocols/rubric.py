@@ -10,6 +10,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from medeval_kit.columns import Columns, takes_columns
+from medeval_kit.docstrings import shared_docs
 from medeval_kit.prompts import Prompt, Rubric, load_rubric
 from medeval_kit.results import result_frame, result_row
 
@@ -69,11 +71,15 @@ def _scores(judgments: pd.DataFrame, *, policy: str, confidence: float) -> pd.Da
     return result_frame(rows, keys=keys)
 
 
-@protocol("rubric", template=TEMPLATE, schema=rubric_schema, inputs=("item", "question", "response"), scores=_scores)
+@shared_docs(**engine.RUN_DOCS)
+@protocol("rubric", template=TEMPLATE, schema=rubric_schema, inputs=(), scores=_scores)
+@engine.optional_columns("target")
+@takes_columns("item", "question", "response", "target")
+@engine.requires("item", "question", "response")
 def judge_rubric(
     responses: pd.DataFrame,
     *,
-    judge: str = "local/smollm2-135m",
+    model: str | None = None,
     client=None,
     rubric: str | Rubric = "mcqg_srefine",
     components: Sequence[str] | None = None,
@@ -85,10 +91,8 @@ def judge_rubric(
     constrained: bool = True,
     cache_mode: str = "use",
     progress: bool = True,
-    item: str = "item",
-    question: str = "question",
-    response: str = "response",
-    target: str | None = "target",
+    columns: Columns = None,
+    **old: str,
 ) -> pd.DataFrame:
     """Rate each response on every aspect of a pointwise rubric; one call per component and repeat.
 
@@ -96,12 +100,47 @@ def judge_rubric(
     a call that cannot be parsed gives ``parse_status="failed"`` and NA scores on all its aspects.
     With a ``target`` column (the model that wrote the response), ``item`` is
     ``"<item>:<target>"`` and ``question_item``/``target`` are kept. See :func:`rubric_scores`.
+
+    Parameters
+    ----------
+    responses : DataFrame
+        One row per response: ``item``, ``question``, ``response``; optional ``target`` (the model that wrote it).
+    rubric : str or Rubric
+        The pointwise rubric (components of aspects with their scales).
+    components : sequence of str, optional
+        Some of the rubric's components; default all.
+    repeats : int
+        Calls per response and component.
+    template : str or Prompt
+        The rating template.
+    {model}
+    {client}
+    {temperature}
+    {max_tokens}
+    {seed}
+    {constrained}
+    {cache_mode}
+    {progress}
+    {columns}
+    {old_keywords}
+
+    Returns
+    -------
+    {judgments}
+
+    Raises
+    ------
+    JudgeError
+        A needed column is missing (map yours with ``columns``), the table is empty, or an option is invalid.
     """
+    model = engine.resolve_model(model, old, "judge_rubric")
+    # canonical names: columns= renamed the table
+    item, question, response, target = "item", "question", "response", "target"
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric)
     comps = [rub.component(c) for c in components] if components is not None else list(rub.components)
     prompt = engine.load_template(template)
     units = engine.unit_ids(responses, item, target, "judge_rubric")
-    run = engine.start("rubric", judge=judge, client=client, cache_mode=cache_mode, repeats=repeats,
+    run = engine.start("rubric", judge=model, client=client, cache_mode=cache_mode, repeats=repeats,
                        temperature=temperature, max_tokens=max_tokens, seed=seed, constrained=constrained)
     calls = _calls(responses, units, comps, prompt, rub, run.repeats, item, question, response, target)
     out = engine.execute(run, calls, _decode, progress=progress,

@@ -24,9 +24,22 @@ BATCH_FINAL = (BATCH_COLLECTED, "failed", "expired", "cancelled")
 class Completion:
     """What a provider returns for one successful call.
 
-    ``found``: the options the provider settled for an option left to ``"auto"`` (e.g.
-    ``{"schema_format": "json_object"}``); the client records them for the endpoint and keys the
-    reply by them (see ``Provider.learned_options``).
+    Parameters
+    ----------
+    text : str or None
+        The reply's text.
+    prompt_tokens, completion_tokens : int
+        The usage the provider reported.
+    finish_reason : str, optional
+        Why generation stopped (``stop``, ``length`` ...).
+    response_id : str, optional
+        The provider's id of the reply.
+    raw : dict
+        The provider's reply as received (secrets redacted before it is stored).
+    found : dict of str to str
+        The options the provider settled for an option left to ``"auto"`` (e.g.
+        ``{"schema_format": "json_object"}``); the client records them for the endpoint and keys the reply
+        by them (see ``Provider.learned_options``).
     """
 
     text: str | None
@@ -39,15 +52,22 @@ class Completion:
 
 
 class Provider:
-    """Base class. A subclass is registered with ``@provider("<name>")`` (which sets ``name``), sets
-    ``default_concurrency`` and implements ``acomplete``.
+    """Base class of the LLM providers.
 
-    Class attributes: ``uses_network`` (the executor then adds a safety-net timeout), ``key_env``
-    (the default API-key variable; its value is redacted everywhere), ``accepts_base_url`` (model
-    strings ``<name>/<model>@http://...`` allowed), ``example`` (a model string for help texts) and
+    A subclass is registered with ``@provider("<name>")`` (which sets ``name``) or through the
+    ``medeval_kit.providers`` entry point, sets ``default_concurrency`` and implements ``acomplete``.
+    Class attributes: ``uses_network`` (the executor then adds a safety-net timeout), ``key_env`` (the
+    default API-key variable; its value is redacted everywhere), ``accepts_base_url`` (model strings
+    ``<name>/<model>@http://...`` allowed), ``example`` (a model string for help texts) and
     ``learned_options`` (options that may be ``"auto"``: the provider finds the value that works per
-    endpoint and reports it in ``Completion.found``; the client then keys requests by it, passes it
-    to new providers for that endpoint and keeps it in the cache).
+    endpoint and reports it in ``Completion.found``).
+
+    Parameters
+    ----------
+    spec : ModelSpec
+        The parsed model string.
+    **options
+        Provider options (see :func:`get_client`).
     """
 
     name = "base"

@@ -1,0 +1,1 @@
+OTHER = {"deprecated_alias": "helper", "deprecated_attribute": "helper"}

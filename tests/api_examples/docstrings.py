@@ -1,0 +1,1 @@
+OTHER = {"shared_docs": "helper"}

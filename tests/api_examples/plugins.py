@@ -1,0 +1,1 @@
+OTHER = {"load": "registry", "loaded": "registry", "registered": "registry", "reset": "registry"}

@@ -1,0 +1,1 @@
+OTHER = {"result_row": "helper", "result_frame": "helper", "check_result": "helper"}

@@ -1,0 +1,1 @@
+OTHER = {"validate": "helper", "protocols": "registry"}

@@ -1,0 +1,1 @@
+"""A plugin that fails on import."""

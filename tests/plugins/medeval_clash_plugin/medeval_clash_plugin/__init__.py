@@ -1,0 +1,1 @@
+"""A plugin whose names clash with built-in ones."""
