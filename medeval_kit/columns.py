@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import pandas as pd
 
-from medeval_kit.errors import MedevalError
+from medeval_kit.errors import MedevalError, SchemaError
 
 __all__ = ["Columns", "ColumnError", "apply_columns", "takes_columns", "known_columns", "column_roles"]
 
@@ -204,7 +204,14 @@ def takes_columns(*roles: str, tables: Iterable[str] | None = None) -> Callable[
                         value = value.drop(columns=[c for c in absent if c in value.columns])
                     bound.arguments[name] = value
             bound.arguments["columns"] = None
-            return fn(*bound.args, **bound.kwargs)
+            try:
+                return fn(*bound.args, **bound.kwargs)
+            except SchemaError as err:  # name your column, not only its canonical name
+                yours = mapping.get(err.column) if mapping else None
+                if not yours or yours == err.column:
+                    raise
+                raise SchemaError(err.table, yours, err.rows, f"{err.problem} (your column {yours!r} is "
+                                  f"{err.column!r} here)", err.source) from None
 
         wrapper.__medeval_columns__ = tuple(roles)
         return wrapper  # type: ignore[return-value]

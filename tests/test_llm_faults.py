@@ -33,9 +33,11 @@ def test_fault_storm_1000_requests(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     n = 1000
     with StubServer(latency=0.002, p429=0.20, p500=0.10, ptimeout=0.05, pmalformed=0.02, ptruncated=0.02,
-                    retry_after=0.01, timeout_sleep=0.5, seed=1) as srv:
+                    retry_after=0.01, timeout_sleep=2.0, seed=1) as srv:
+        # a 1 s timeout: a reply the stub sent in 2 ms must not time out on a loaded machine (parallel tests),
+        # or the stub counts it and its retry as two successes
         client = get_client(f"openai/gpt-4o@{srv.openai_url}", cache_path=tmp_path / "c.sqlite",
-                            concurrency=64, timeout=0.25, max_retries=12, backoff_base=0.01, backoff_max=0.1)
+                            concurrency=64, timeout=1.0, max_retries=12, backoff_base=0.01, backoff_max=0.1)
         reqs = [Request(messages=[{"role": "user", "content": f"item {i}"}], schema=SCHEMA if i % 2 else None,
                         metadata={"i": i}) for i in range(n)]
         reqs += reqs[:50]  # duplicates in the same run are called once

@@ -428,9 +428,10 @@ def annotations_from_table(
     from medeval_kit.agreement.panel import HUMAN_KINDS, JUDGE_KINDS
 
     m = check_mapping(table.columns, mapping, "agreement", source=source)
-    ann, notes = read_checked(source or "your file", frame=table.reset_index(drop=True), item=m["item"],
-                              rater=m["rater"], label=m["label"], criterion=m.get("criterion"),
-                              rater_kind=m.get("rater_kind"))
+    roles = ("item", "rater", "label", "criterion", "rater_kind")
+    frame = table.reset_index(drop=True)
+    frame = frame.drop(columns=[r for r in ("criterion", "rater_kind") if r in frame and not m.get(r)])
+    ann, notes = read_checked(source or "your file", frame=frame, columns={r: m[r] for r in roles if m.get(r)})
     if "criterion" not in ann:
         ann["criterion"] = "overall"
     dup = ann.duplicated(["item", "rater", "criterion"], keep=False)
@@ -555,7 +556,7 @@ def judgments_from_table(
     for col in ("question", "text_a", "text_b"):
         d[col] = d[col].map(lambda v: _text(v) or "") if col in m else ""
     try:
-        check_pairwise(d, slot_verdict="slot_verdict", protocol="protocol", source=source)
+        check_pairwise(d, source=source)
     except SchemaError as exc:
         raise _in_user_terms(exc, m) from None
     return d
@@ -724,7 +725,8 @@ def position_summary(judgments: pd.DataFrame, *, judge: str, criterion: str, n_b
     from medeval_kit.bias import position_bias
 
     j = judgments[(judgments["judge"] == judge) & (judgments["criterion"] == criterion)]
-    return position_bias(j, slot_verdict="slot_verdict", verdict=None, protocol=None, n_boot=n_boot, seed=seed)
+    # the slot verdicts are what position bias reads; the model-term verdicts are left out
+    return position_bias(j.drop(columns=["verdict", "protocol"], errors="ignore"), n_boot=n_boot, seed=seed)
 
 
 # --------------------------------------------------------------------------- rounds

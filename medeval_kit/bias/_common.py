@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 
 from medeval_kit import results
-from medeval_kit.pairwise._columns import columns_compat, user_column_error
+from medeval_kit.pairwise._columns import user_column_error
 
-__all__ = ["columns_compat", "user_column_error", "legacy_columns", "bias_frame", "rows_of", "bootstrap_p", "KEYS",
+__all__ = ["user_column_error", "legacy_columns", "bias_frame", "rows_of", "bootstrap_p", "KEYS",
            "RESULT_COLUMNS", "EXACT"]
 
 KEYS = ("judge", "criterion", "metric")

@@ -31,7 +31,6 @@ from medeval_kit.bias._common import bootstrap_p
 from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError, SchemaError
-from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.pairwise.resolve import resolve_calibrated
 from medeval_kit.stats import item_draws, percentile_interval
 
@@ -55,7 +54,6 @@ _PERCENTILE = "percentile bootstrap over items (B={n})"
 
 # =========================================================================== the judge read four ways
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "repeat", "verdict", "score_a", "score_b", "parse_status")
 def calibrate(
     judgments: pd.DataFrame,
@@ -244,7 +242,6 @@ def _joined(calibrated: pd.DataFrame, humans: pd.DataFrame, human_cols: dict) ->
 
 # =========================================================================== before / after
 @shared_docs
-@columns_compat
 @takes_columns("item", "rater", "label", "criterion", "rater_kind")
 def calibration_effect(
     calibrated: pd.DataFrame,
@@ -425,7 +422,6 @@ def review_queue(calibrated: pd.DataFrame, *, top: int | None = None) -> pd.Data
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "rater", "label", "criterion", "rater_kind")
 def budget_curve(
     calibrated: pd.DataFrame,

@@ -14,7 +14,6 @@ from medeval_kit.columns import Columns, apply_columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, SchemaError
 from medeval_kit.pairwise import ORDERS, SLOT_LABELS, to_slot, unswap
-from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.schemas import validate
 
 __all__ = ["read_judgments", "check_pairwise", "pairwise_from_annotations", "pairwise_to_response_scores",
@@ -323,7 +322,6 @@ def _check_slots(d: pd.DataFrame, slot_verdict: str, source: str | None) -> pd.S
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "slot_verdict", "repeat", "protocol")
 def check_pairwise(df: pd.DataFrame, *, source: str | None = None, columns: Columns = None) -> pd.DataFrame:
     """Check a two-order pairwise judgments table; return it with normalised columns, else raise.
@@ -381,7 +379,6 @@ def check_pairwise(df: pd.DataFrame, *, source: str | None = None, columns: Colu
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "rater", "criterion", "label", "len_a", "len_b")
 def pairwise_from_annotations(
     annotations: pd.DataFrame,
@@ -445,7 +442,6 @@ def pairwise_from_annotations(
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "rater", "label", "model", "slot")
 def pairwise_to_response_scores(
     annotations: pd.DataFrame,

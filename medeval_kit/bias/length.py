@@ -14,7 +14,6 @@ from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import SchemaError
 from medeval_kit.pairwise import MODEL_LABELS, polarity_series
-from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.stats import proportion_ci
 
 __all__ = ["response_lengths", "length_bias", "longer_preferred_rate", "length_controlled_win_rate",
@@ -24,7 +23,6 @@ _LOGIT = "logit (statsmodels GLM)"
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "slot", "text")
 def response_lengths(
     responses: pd.DataFrame,
@@ -128,7 +126,6 @@ def _nan_coefficients(base: dict, names, note: str) -> list[dict]:
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status", "polarity")
 def length_bias(
     df: pd.DataFrame,
@@ -215,7 +212,6 @@ def length_bias(
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status", "polarity")
 def longer_preferred_rate(
     df: pd.DataFrame,
@@ -301,7 +297,6 @@ def _lc_row(gg: pd.DataFrame, item: str, base: dict, transform: str, length_unit
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "verdict", "len_a", "len_b", "parse_status", "polarity")
 def length_controlled_win_rate(
     df: pd.DataFrame,

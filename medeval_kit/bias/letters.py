@@ -18,7 +18,6 @@ from scipy import stats as sps
 
 from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import proportion_ci
 
@@ -83,7 +82,6 @@ def _group_rows(key: dict, ans: pd.Series, offered: pd.Series, confidence: float
 
 
 @shared_docs
-@columns_compat
 @takes_columns("answer")
 def letter_balance(
     df: pd.DataFrame,

@@ -15,7 +15,6 @@ from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError, SchemaError
 from medeval_kit.pairwise import ORDERS, mirror_slot, to_slot
-from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.stats import item_draws, percentile_interval, proportion_ci
 
 __all__ = ["position_bias", "position_bias_wide", "flip_rate_from_labels", "agreement_on_consistent",
@@ -60,7 +59,6 @@ def _slots_from_model_terms(d: pd.DataFrame, order: str, verdict: str, source: s
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "slot_verdict", "verdict", "repeat", "parse_status", "protocol")
 def position_bias(
     df: pd.DataFrame,
@@ -313,7 +311,6 @@ def position_bias_wide(res: pd.DataFrame,
 
 # =========================================================================== resolved labels
 @shared_docs
-@columns_compat
 @takes_columns("rater", "criterion", "label", "rater_kind")
 def flip_rate_from_labels(
     annotations: pd.DataFrame,
@@ -363,7 +360,6 @@ def flip_rate_from_labels(
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "rater", "criterion", "label")
 def agreement_on_consistent(
     annotations: pd.DataFrame,
@@ -438,7 +434,6 @@ def _with_defaults(df: pd.DataFrame, judge: str, criterion: str) -> pd.DataFrame
 
 
 @shared_docs
-@columns_compat
 @takes_columns("chosen_slot", "judge", "criterion", "parse_status")
 def slot_preference(
     df: pd.DataFrame,
@@ -556,7 +551,6 @@ def _slot_effect_rows(gg: pd.DataFrame, key: dict, *, position: str, group: str,
 
 
 @shared_docs
-@columns_compat
 @takes_columns("position", "score", "question_item", "item", "judge", "criterion", "parse_status")
 def slot_score_effect(
     df: pd.DataFrame,

@@ -13,7 +13,6 @@ from medeval_kit.bias._common import bias_frame, bootstrap_p, rows_of
 from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, SchemaError
-from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.paths import data_dir
 from medeval_kit.stats import bootstrap_means, percentile_interval
 
@@ -117,7 +116,6 @@ def _delta_row(sub: pd.DataFrame, a: str, peers: list[str], base: dict, *, n_boo
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "model", "rater", "score")
 def self_preference(
     scores: pd.DataFrame,

@@ -56,7 +56,6 @@ from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import SchemaError
 
-from ._columns import columns_compat
 from .slots import MODEL_LABELS, ORDERS, neutral_label, polarity_series
 
 __all__ = ["POLICIES", "CALIBRATED_POLICIES", "MARGIN_SOURCES", "majority_over_repeats", "resolve_orders",
@@ -87,7 +86,6 @@ def _check_labels(df: pd.DataFrame, column: str, allowed: Iterable[str], table: 
 
 # --------------------------------------------------------------------------- repeats
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "verdict", "parse_status", "polarity")
 def majority_over_repeats(
     df: pd.DataFrame,
@@ -177,7 +175,6 @@ def _resolve(v1, v2, policy: str, pol: int) -> tuple[object, str]:
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "verdict", "parse_status", "polarity")
 def resolve_orders(
     df: pd.DataFrame,
@@ -277,7 +274,6 @@ def resolve_orders(
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "verdict", "polarity")
 def merge_judges(
     resolved: pd.DataFrame,
@@ -355,7 +351,6 @@ def merge_judges(
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "verdict", "parse_status", "repeat", "score_a", "score_b",
                "polarity")
 def resolve_pairwise(
@@ -469,7 +464,6 @@ def position_entropy(p_a, p_b, p_tie) -> np.ndarray:
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "repeat", "verdict", "score_a", "score_b", "parse_status", "polarity")
 def mean_over_repeats(
     df: pd.DataFrame,
@@ -559,7 +553,6 @@ def _margin_verdict(margin: pd.Series, pol: pd.Series, tie_margin: float) -> pd.
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "judge", "criterion", "order", "repeat", "verdict", "score_a", "score_b", "parse_status", "polarity")
 def resolve_calibrated(
     df: pd.DataFrame,

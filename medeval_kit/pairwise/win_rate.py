@@ -11,14 +11,12 @@ from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.stats import proportion_ci, wilson_interval
 
-from ._columns import columns_compat
 from .slots import polarity_series
 
 __all__ = ["win_rate"]
 
 
 @shared_docs
-@columns_compat
 @takes_columns("judge", "criterion", "verdict", "polarity")
 def win_rate(
     resolved: pd.DataFrame,

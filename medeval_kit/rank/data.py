@@ -32,7 +32,6 @@ from medeval_kit.bias.inputs import (
 from medeval_kit.columns import Columns, apply_columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, ParameterError, SchemaError
-from medeval_kit.pairwise._columns import columns_compat
 
 __all__ = ["COLUMNS", "VERDICTS", "VERDICT_TERMS", "MODEL_TERMS", "comparisons", "read_comparisons", "comparisons_from_counts",
            "comparisons_from_bundle", "demo_comparisons"]
@@ -97,7 +96,6 @@ def _unknown_verdicts(cells: pd.Series, bad: np.ndarray, terms: str, model_a: st
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "model_a", "model_b", "verdict", "judge", "unit")
 def comparisons(
     df: pd.DataFrame,

@@ -17,7 +17,6 @@ import pandas as pd
 from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
-from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.results import Result, result_frame, result_row
 from medeval_kit.rounds.stopping import item_summary, stopping_rule_consistency
 from medeval_kit.rounds.tables import (
@@ -74,7 +73,6 @@ def _mean_row(x: np.ndarray, confidence: float, ci_method: str, bounds: tuple[fl
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round")
 def round_means(
     df: pd.DataFrame,
@@ -163,7 +161,6 @@ def round_means(
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def stop_best_distribution(
     rounds_df: pd.DataFrame, *, by: str | None = None, tie_break: str = "earliest", confidence: float = 0.95,
@@ -272,7 +269,6 @@ def _paired_row(wide: pd.DataFrame, present: pd.DataFrame, a: int, b: int, n_boo
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round")
 def paired_round_tests(
     df: pd.DataFrame,
@@ -385,7 +381,6 @@ def _degenerate(d: pd.DataFrame) -> str:
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round")
 def mixed_model(
     df: pd.DataFrame,
@@ -446,7 +441,6 @@ LEVELS = ("item", "aggregated")
 
 
 @shared_docs
-@columns_compat
 @takes_columns("round")
 def round_correlations(
     df: pd.DataFrame,
@@ -643,7 +637,6 @@ class RoundwiseTables(Result):
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best", "parse_status")
 def roundwise_tables(rounds_df: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0,
                      by: str | None = None, columns: Columns = None) -> RoundwiseTables:

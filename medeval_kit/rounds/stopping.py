@@ -30,7 +30,6 @@ from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.datasets.scores import parse_score_string
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import ParameterError
-from medeval_kit.pairwise._columns import columns_compat
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.rounds.tables import component_table, item_rounds
 from medeval_kit.stats import proportion_ci
@@ -159,7 +158,6 @@ def should_stop(
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def select_best_round(
     rounds_df: pd.DataFrame,
@@ -223,7 +221,6 @@ def _best_per_item(rounds_df: pd.DataFrame, tie_break: str, key: str = "total") 
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def fill_best_rounds(rounds_df: pd.DataFrame, tie_break: str = "earliest", *, key: str = "total",
                      columns: Columns = None) -> pd.DataFrame:
@@ -280,7 +277,6 @@ def _stop_rounds(comp: pd.DataFrame, rule: str, threshold: float, max_rounds: in
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def apply_stopping_rule(
     rounds_df: pd.DataFrame,
@@ -368,7 +364,6 @@ def _consistency(df: pd.DataFrame, rule: str, threshold: float, max_rounds: int 
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def stopping_rule_consistency(
     rounds_df: pd.DataFrame,
@@ -426,7 +421,6 @@ def stopping_rule_consistency(
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def item_summary(rounds_df: pd.DataFrame, *, tie_break: str = "earliest", columns: Columns = None) -> pd.DataFrame:
     """Return one row per item: its rounds, stop and best round and totals.

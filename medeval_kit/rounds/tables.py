@@ -17,7 +17,6 @@ import pandas as pd
 from medeval_kit.columns import Columns, takes_columns
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.errors import DataFileError, ParameterError
-from medeval_kit.pairwise._columns import columns_compat
 
 __all__ = ["component_table", "item_rounds", "load_summary", "aspect_sum_check", "component_mean_total"]
 
@@ -38,7 +37,6 @@ def need_columns(df: pd.DataFrame, cols: Iterable[str]) -> None:
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score")
 def component_table(
     rounds_df: pd.DataFrame,
@@ -138,7 +136,6 @@ def _round_flags(rounds_df: pd.DataFrame, item: str, round: str) -> pd.DataFrame
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score", "stop", "best")
 def item_rounds(rounds_df: pd.DataFrame, *, columns: Columns = None) -> pd.DataFrame:
     """Return one row per item and round: the item's total and flags in that round.
@@ -183,7 +180,6 @@ def item_rounds(rounds_df: pd.DataFrame, *, columns: Columns = None) -> pd.DataF
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "aspect", "score", "parse_status")
 def load_summary(rounds_df: pd.DataFrame, *, columns: Columns = None) -> pd.DataFrame:
     """Denominators per source: items, rounds, component rows, parse failures (never dropped).
@@ -228,7 +224,6 @@ def _failed(rows: pd.DataFrame) -> pd.Series:
 
 
 @shared_docs
-@columns_compat
 @takes_columns("item", "round", "component", "aspect", "score", "max_score")
 def aspect_sum_check(rounds_df: pd.DataFrame, *, total_aspect: str = "total", columns: Columns = None) -> pd.DataFrame:
     """Compare each component total with the sum of its aspect rows (needs aspect-level rows).

@@ -36,6 +36,7 @@ def _coefficient(name: str):
 
 EXAMPLES = {
     **{name: _coefficient(name) for name in ag.functions.__all__},
+    "majority_vote": lambda t: ag.majority_vote(t.annotations, columns=t.columns),
     "agreement": lambda t: ag.agreement(t.annotations, "fleiss_kappa", columns=t.columns, **_B),
     "agreement_table": lambda t: ag.agreement_table(t.annotations, ["cohen_kappa", "fleiss_kappa"],
                                                     columns=t.columns, **_B),

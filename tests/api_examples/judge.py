@@ -109,3 +109,40 @@ OTHER = {
     "round_differences": "helper",
     "feasible_max_k": "helper",
 }
+
+
+# ---------------------------------------------------------------- composites that call an LLM, on a scripted one
+_PAIRS = pd.DataFrame({
+    "item": ["1", "2", "3"], "question": ["q1", "q2", "q3"],
+    "answer_a": ["good one", "good two", "same"], "answer_b": ["bad one", "bad two", "same"],
+    "model_a": ["mA", "mA", "mA"], "model_b": ["mB", "mB", "mB"],
+})
+
+
+class _Scripted:
+    """A client that prefers the response holding "good" (a tie when both are the same), deterministic."""
+
+    model = "fake/judge"
+
+    def run(self, requests, progress=True, desc=None):
+        import re
+
+        from medeval_kit.llm import Response
+        from medeval_kit.llm.parse import parse_reply
+
+        out = []
+        for k, r in enumerate(requests):
+            u = r.messages[-1]["content"]
+            a = re.search(r"\[Response A\]\n(.*?)\n\[End of Response A\]", u, re.S).group(1)
+            b = re.search(r"\[Response B\]\n(.*?)\n\[End of Response B\]", u, re.S).group(1)
+            text = '{"verdict": "%s"}' % ("tie" if a == b else "A" if "good" in a else "B")
+            parsed, status, err = parse_reply(text, r.schema)
+            out.append(Response(text=text, parsed=parsed, parse_status=status, parse_error=err, request=r, key=f"k{k}"))
+        return out
+
+
+EXAMPLES.update({
+    # the issue's finding: judge_pairwise resolved the orders with the default columns, whatever the caller's
+    "judge_pairwise": lambda t: judge.judge_pairwise(t.own(_PAIRS), client=_Scripted(), progress=False,
+                                                     columns=t.columns),
+})
