@@ -16,7 +16,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 .PHONY: setup figures test test-fast lint docs wheel lab apps report clean-runs help
 
 help:
-	@echo "make figures | make test | make lint | make docs | make wheel | make lab | make report"
+	@echo "make figures | make test | make test-fast | make lint | make docs | make wheel | make lab | make report"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,11 @@ test: setup
 	rm -rf $(NBVAL) && mkdir -p $(NBVAL) && cp -R notebooks tables medeval.toml $(NBVAL)/ && ln -s ../data $(NBVAL)/data
 	MEDEVAL_CACHE_MODE=replay MEDEVAL_CHECK_TREE=1 $(BIN)/python -m pytest tests $(NBVAL)/notebooks --nbval-lax -q \
 	  -n $(TEST_JOBS) --dist loadfile
+
+# The inner loop: the unit tests without notebooks, browsers, the embedded model or the slow files
+# (tests/conftest.py SLOW_FILES), on TEST_JOBS processes. `make test` stays the whole suite.
+test-fast: setup
+	MEDEVAL_CACHE_MODE=replay $(BIN)/python -m pytest tests -q -n $(TEST_JOBS) -m "not slow and not browser and not local_model"
 
 # ruff's rules and version are in pyproject.toml ([tool.ruff], extra "dev")
 lint: setup

@@ -21,6 +21,22 @@ ROOT = Path(__file__).resolve().parents[1]
 collect_ignore_glob = ["fixtures/*"]
 
 
+# Whole files of subprocesses, servers, notebook runs, fuzzing and randomised fault storms: marked slow, so
+# `make test-fast` (-m "not slow ...") leaves them to `make test`.
+SLOW_FILES = {
+    "test_readers_safety.py", "test_llm_budget_retry.py", "test_llm_safety.py", "test_runner.py",
+    "test_plugins.py", "test_plan.py", "test_llm_faults.py", "test_your_data.py", "test_install.py",
+    "test_apps.py", "test_apps_cli.py", "test_apps_browser_hostile.py", "test_run_notebook.py",
+    "test_secrets_notebook.py", "test_report_browser.py", "test_llm_server.py", "test_llm_local.py",
+}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(autouse=True)
 def _no_global_cache_mode(monkeypatch):
     monkeypatch.delenv("MEDEVAL_CACHE_MODE", raising=False)
