@@ -46,7 +46,7 @@ apps: setup
 	  $(BIN)/marimo export html $$app -o figures/apps/$$name.html --force >/dev/null && echo "exported figures/apps/$$name.html"; \
 	done
 
-# The whole suite, on TEST_JOBS processes (pytest-xdist; a notebook's cells stay in one process). The
+# The whole suite, on TEST_JOBS processes (pytest-xdist, file by file: a notebook's cells share one kernel). The
 # notebooks run under nbval from a scratch copy (.nbval/: the notebooks, the committed tables they read, the
 # project marker and a link to data/ for the LLM cache), so their outputs never touch figures/ or tables/;
 # MEDEVAL_CHECK_TREE fails the run if the checkout changed all the same (tests/conftest.py).

@@ -4,10 +4,13 @@
    replications per panel shape (3 dense humans, 2 humans, a sparse panel of 60 raters with 2-4
    labels per item), every design. An unbiased design covers 0 in about 95% of replications;
    MedQADE's design does not.
+   Side by side: the simulation's fast path (the default) against its reference path
+   (``fast_path=False``: judge_vs_humans per panel and design) on ``--compare-reps`` replications,
+   their seconds, the ratio, and whether the two tables are identical (they must be).
 2. Timing of both commands on a 120-item sparse panel with 107 raters, 2-4 labels per item,
    B = 2,000, measured in-process and as a fresh `medeval` process.
 
-    python benchmarks/bench_judge_validation.py [--reps 200] [--n-boot 500] [--items 150]
+    python benchmarks/bench_judge_validation.py [--reps 200] [--n-boot 500] [--items 150] [--compare-reps 20]
 Prints measured figures; nothing is asserted.
 """
 
@@ -29,6 +32,8 @@ def main(argv=None) -> int:
     ap.add_argument("--kappa", type=float, default=0.5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-coverage", action="store_true")
+    ap.add_argument("--compare-reps", type=int, default=20,
+                    help="replications of the fast-vs-reference comparison (0 skips it)")
     args = ap.parse_args(argv)
 
     import pandas as pd
@@ -47,6 +52,17 @@ def main(argv=None) -> int:
             columns={"n_items": "n_valid", "estimate": "coverage"})
         with pd.option_context("display.width", 160):
             print(show.round(4).to_string(index=False))
+        if args.compare_reps:
+            kw = dict(n_items=args.items, kappa=args.kappa, n_boot=args.n_boot, seed=args.seed)
+            t0 = time.perf_counter()
+            ref = ag.equal_noise_coverage(args.compare_reps, fast_path=False, **kw)
+            t_ref = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            fast = ag.equal_noise_coverage(args.compare_reps, **kw)
+            t_fast = time.perf_counter() - t0
+            same = ref.equals(fast)  # exact: every float, count and note
+            print(f"\nFast path vs reference path (judge_vs_humans per design), {args.compare_reps} replications: "
+                  f"{t_fast:.2f} s vs {t_ref:.2f} s ({t_ref / t_fast:.0f}x); identical tables: {same}")
 
     t = synthetic_panel(n_items=120, n_humans=107, n_judges=2, labels_per_item=(2, 4), kappa=args.kappa, seed=1)
     print(f"\nSparse panel: {t['item'].nunique()} items, {t['rater'].nunique()} raters "

@@ -1,22 +1,29 @@
 """Speed of the LLM layer, as side-by-side ratios (printed, never asserted).
 
-1. Execution against the stub (100 ms latency, N = 2,000, concurrency 64):
-   efficiency = (N x latency / concurrency) / wall, target >= 0.9; and our throughput divided by a
-   baseline of raw ``openai.AsyncOpenAI`` calls under an ``asyncio.Semaphore``, target >= 0.9.
+1. Execution against the stub (100 ms latency, N = 2,000, concurrency 64), in interleaved rounds, medians:
+   efficiency = (N x latency / concurrency) / wall, target >= 0.9; our throughput divided by a baseline of
+   raw ``openai.AsyncOpenAI`` calls under an ``asyncio.Semaphore``, target >= 0.9, and by bare ``httpx2``
+   posts (the floor of the HTTP stack), target >= 0.95, over one connection pool and over as many pools as
+   our client uses (one per 16 calls in flight). Each line also gives the client's CPU per request and the
+   stub's: on a machine with few cores the client's CPU, not the stub, bounds the wall
+   (``--stub-workers N`` serves one port from N processes).
 2. Warm-cache throughput (hits/s), target >= 5,000.
 3. Local model: tokens/s through our client / tokens/s of raw ``llama_cpp`` in the same process, target >= 0.9.
 4. Faults with DEFAULT client settings: 1,000 requests against the stub (100 ms latency) with 20% 429
    (Retry-After 0.05 s), 10% 500 and 5% timeouts (the stub holds the connection 2 s, then drops it),
    wall time divided by the same run without faults, target <= 3.
 
-    python benchmarks/bench_llm.py [--n 2000] [--latency 0.1] [--concurrency 64] [--skip-local] [--skip-faults]
+    python benchmarks/bench_llm.py [--n 2000] [--latency 0.1] [--concurrency 64] [--rounds 3] [--stub-workers N]
+                                   [--skip-sdk] [--skip-warm] [--skip-local] [--skip-faults]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -29,13 +36,42 @@ sys.path.insert(0, str(ROOT))
 from medeval_kit.llm import Cache, Request, get_client  # noqa: E402
 
 
-def start_stub(latency: float, *args: str) -> tuple[subprocess.Popen, str]:
-    """The stub in its own process: the lean asyncio server, or with ``args`` (faults) the threaded one."""
+def start_stub(latency: float, *args: str, workers: int = 1) -> tuple[subprocess.Popen, str]:
+    """The stub in its own process: the lean asyncio server (in ``workers`` processes on one port), or with
+    ``args`` (faults) the threaded one."""
     cmd = [sys.executable, str(ROOT / "tests" / "stub_server.py"), "--latency", str(latency)]
-    proc = subprocess.Popen(cmd + (list(args) if args else ["--asyncio"]), stdout=subprocess.PIPE, text=True)
+    lean = ["--asyncio"] + (["--workers", str(workers)] if workers > 1 else [])
+    proc = subprocess.Popen(cmd + (list(args) if args else lean), stdout=subprocess.PIPE, text=True)
     line = proc.stdout.readline().strip()
     assert line.startswith("READY "), line
     return proc, line.split()[1]
+
+
+def stub_pids(proc: subprocess.Popen) -> list[int]:
+    """The stub's processes: the one started and its workers (Linux; else the one started)."""
+    try:
+        kids = Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()
+    except OSError:
+        kids = []
+    return [proc.pid, *map(int, kids)]
+
+
+def cpu_of(pids: list[int]) -> float:
+    """CPU seconds (user + system) used so far by the processes ``pids`` (0 where /proc is unreadable)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def own_cpu() -> float:
+    """CPU seconds used so far by this process, all its threads."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def make_requests(n: int, tag: str) -> list[Request]:
@@ -60,51 +96,90 @@ async def baseline(url: str, requests: list[Request], concurrency: int) -> float
     return wall
 
 
-async def baseline_http(url: str, requests: list[Request], concurrency: int) -> float:
-    """The floor of the stack: bare httpx2 posts (no SDK objects, no cache) under a Semaphore."""
+async def baseline_http(url: str, requests: list[Request], concurrency: int, pools: int = 1) -> float:
+    """The floor of the stack: bare httpx2 posts (no SDK objects, no cache) under a Semaphore, over one
+    connection pool, or round-robin over ``pools`` pools (as our client spreads its calls)."""
     import httpx2
 
     sem = asyncio.Semaphore(concurrency)
-    async with httpx2.AsyncClient(base_url=url + "/v1", headers={"authorization": "Bearer sk-bench"}, timeout=60,
-                                  limits=httpx2.Limits(max_connections=1024, max_keepalive_connections=1024)) as c:
+    clients = [httpx2.AsyncClient(base_url=url + "/v1", headers={"authorization": "Bearer sk-bench"}, timeout=60,
+                                  limits=httpx2.Limits(max_connections=1024, max_keepalive_connections=1024))
+               for _ in range(pools)]
+    turn = itertools.cycle(clients)
+    try:
         async def one(r: Request):
             async with sem:
-                resp = await c.post("/chat/completions", json={"model": "bench", "messages": r.messages,
-                                                               "max_tokens": r.max_tokens, "temperature": 0.0})
+                resp = await next(turn).post("/chat/completions", json={
+                    "model": "bench", "messages": r.messages, "max_tokens": r.max_tokens, "temperature": 0.0})
                 return resp.json()
 
         t0 = time.perf_counter()
         await asyncio.gather(*(one(r) for r in requests))
         return time.perf_counter() - t0
+    finally:
+        for c in clients:
+            await c.aclose()
 
 
-def bench_execution(n: int, latency: float, concurrency: int, rounds: int) -> None:
-    proc, url = start_stub(latency)
+def bench_execution(n: int, latency: float, concurrency: int, rounds: int, workers: int = 1,
+                    sdk: bool = True) -> None:
+    """Interleaved rounds of each client against one stub; median wall, efficiency, ratios, and the CPU
+    each one and the stub spent per request (what bounds the wall on a machine with few cores)."""
+    import statistics
+
+    from medeval_kit.llm.providers.http import MIN_POOLS, POOL_SIZE
+
+    pools = max(MIN_POOLS, -(-concurrency // POOL_SIZE))  # as our client splits its connections
+    proc, url = start_stub(latency, workers=workers)
+    pids = stub_pids(proc)
+    names = (["raw SDK + Semaphore"] if sdk else []) + [
+        "bare httpx2 + Semaphore", f"bare httpx2, {pools} pools", "ours (with cache writes)"]
+    wall: dict[str, list[float]] = {k: [] for k in names}
+    cpu: dict[str, list[float]] = {k: [] for k in names}
+    stub_cpu: list[float] = []
     try:
         ideal = n * latency / concurrency
-        ours, base, bare = [], [], []
         with tempfile.TemporaryDirectory() as tmp:
             for k in range(rounds):
-                base.append(asyncio.run(baseline(url, make_requests(n, f"b{k}"), concurrency)))
-                bare.append(asyncio.run(baseline_http(url, make_requests(n, f"h{k}"), concurrency)))
-                client = get_client(f"openai/bench@{url}/v1", cache_path=Path(tmp) / f"c{k}.sqlite",
-                                    concurrency=concurrency)
-                t0 = time.perf_counter()
-                out = client.run(make_requests(n, f"o{k}"), progress=False)
-                ours.append(time.perf_counter() - t0)
-                assert sum(r.error is None for r in out) == n
-        o, b, h = min(ours), min(base), min(bare)
-        print(f"[execution] N={n}, latency={latency * 1000:.0f} ms, concurrency={concurrency}, "
-              f"ideal wall {ideal:.2f} s, best of {rounds}")
-        print(f"  ours (with cache writes): wall {o:.2f} s  efficiency {ideal / o:.3f}  (target >= 0.9)")
-        print(f"  raw SDK + Semaphore:      wall {b:.2f} s  efficiency {ideal / b:.3f}")
-        print(f"  bare httpx2 + Semaphore:  wall {h:.2f} s  efficiency {ideal / h:.3f}  (floor of the HTTP stack on this machine)")
-        print(f"  throughput ratio ours / baseline = {b / o:.3f}  (target >= 0.9); ours / bare httpx2 = {h / o:.3f}")
-        print(f"  all rounds ours {['%.2f' % x for x in ours]}  baseline {['%.2f' % x for x in base]}  "
-              f"bare {['%.2f' % x for x in bare]}")
+                for name in names:
+                    reqs = make_requests(n, f"{name[:4]}{k}")
+                    c0, s0 = own_cpu(), cpu_of(pids)
+                    if name.startswith("raw SDK"):
+                        w = asyncio.run(baseline(url, reqs, concurrency))
+                    elif name.startswith("bare"):
+                        w = asyncio.run(baseline_http(url, reqs, concurrency, 1 if "Semaphore" in name else pools))
+                    else:
+                        client = get_client(f"openai/bench@{url}/v1", cache_path=Path(tmp) / f"c{k}.sqlite",
+                                            concurrency=concurrency)
+                        t0 = time.perf_counter()
+                        out = client.run(reqs, progress=False)
+                        w = time.perf_counter() - t0
+                        assert sum(r.error is None for r in out) == n
+                    wall[name].append(w)
+                    cpu[name].append((own_cpu() - c0) / n * 1e3)
+                    stub_cpu.append((cpu_of(pids) - s0) / n * 1e3)
     finally:
         proc.terminate()
         proc.wait()
+    med = {k: statistics.median(v) for k, v in wall.items()}
+    o, h, hp = med["ours (with cache writes)"], med["bare httpx2 + Semaphore"], med[f"bare httpx2, {pools} pools"]
+    print(f"[execution] N={n}, latency={latency * 1000:.0f} ms, concurrency={concurrency}, ideal wall {ideal:.2f} s, "
+          f"median of {rounds} interleaved rounds; stub: {workers} process(es), {os.cpu_count()} cores")
+    for name in names:
+        note = {"ours (with cache writes)": "  (target >= 0.9)",
+                "bare httpx2 + Semaphore": "  (floor of the HTTP stack on this machine)"}.get(name, "")
+        print(f"  {name + ':':27s} wall {med[name]:6.2f} s  efficiency {ideal / med[name]:.3f}  "
+              f"client CPU {statistics.median(cpu[name]):.2f} ms/req{note}")
+    if sdk:
+        print(f"  throughput ratio ours / raw SDK = {med['raw SDK + Semaphore'] / o:.3f}  (target >= 0.9)")
+    print(f"  throughput ratio ours / bare httpx2 = {h / o:.3f} (target >= 0.95); ours / bare httpx2 over "
+          f"{pools} pools = {hp / o:.3f}")
+    sc = statistics.median(stub_cpu)
+    floor = n * statistics.median(cpu["bare httpx2 + Semaphore"]) / 1e3
+    print(f"  stub CPU {sc:.2f} ms/req: the stub alone could serve {1e3 / sc:,.0f} req/s per core; the ideal needs "
+          f"{concurrency / latency:,.0f} req/s. One client process (one core) needs >= {floor:.2f} s at bare httpx2's "
+          f"CPU per request: efficiency <= {min(1.0, ideal / floor):.2f} whatever the stub")
+    print("  all rounds: " + "; ".join(f"{k} {['%.2f' % x for x in v]}" for k, v in wall.items()))
 
 
 def bench_warm_cache(n: int) -> None:
@@ -217,10 +292,15 @@ def main() -> None:
     ap.add_argument("--warm-n", type=int, default=20000)
     ap.add_argument("--skip-local", action="store_true")
     ap.add_argument("--skip-faults", action="store_true")
+    ap.add_argument("--skip-sdk", action="store_true", help="no raw-SDK baseline (it is the slowest at high concurrency)")
+    ap.add_argument("--skip-warm", action="store_true")
+    ap.add_argument("--stub-workers", type=int, default=max(1, min(4, (os.cpu_count() or 2) // 4)),
+                    help="stub processes on one port (SO_REUSEPORT); default one per 4 cores, at most 4")
     a = ap.parse_args()
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-key")
-    bench_execution(a.n, a.latency, a.concurrency, a.rounds)
-    bench_warm_cache(a.warm_n)
+    bench_execution(a.n, a.latency, a.concurrency, a.rounds, a.stub_workers, sdk=not a.skip_sdk)
+    if not a.skip_warm:
+        bench_warm_cache(a.warm_n)
     if not a.skip_local:
         bench_local(max(5, a.rounds))
     if not a.skip_faults:

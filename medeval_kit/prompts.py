@@ -257,9 +257,9 @@ def parse_prompt(text: str, *, name: str | None = None, path: str | None = None)
         raise PromptError(f"{where}: 'schema' must be a JSON-schema mapping, got {type(schema).__name__}.")
     if schema is not None:
         try:
-            import jsonschema
+            from medeval_kit.json_schema import validator_class
 
-            jsonschema.validators.validator_for(schema).check_schema(schema)
+            validator_class(schema).check_schema(schema)
         except ImportError:  # pragma: no cover - jsonschema is a dependency
             pass
         except Exception as exc:  # jsonschema.SchemaError

@@ -16,6 +16,7 @@ PACKAGES = (
     "agreement", "bias", "rounds", "rank", "psychometrics", "judge", "generate", "llm", "pairwise",
     "readers", "datasets", "stats", "viz", "repro", "prompts", "schemas", "results", "tables", "paths",
     "embed", "retrieve", "overview", "apps", "columns", "docstrings", "deprecation", "errors", "plugins", "provenance",
+    "json_schema",
 )
 DEBT_DIR = Path(__file__).parent / "api_debt"
 CHECKS = ("docs", "contract", "columns", "names")

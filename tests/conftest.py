@@ -28,12 +28,52 @@ SLOW_FILES = {
     "test_plugins.py", "test_plan.py", "test_llm_faults.py", "test_your_data.py", "test_install.py",
     "test_apps.py", "test_apps_cli.py", "test_apps_browser_hostile.py", "test_run_notebook.py",
     "test_secrets_notebook.py", "test_report_browser.py", "test_llm_server.py", "test_llm_local.py",
+    "test_runner_safety.py", "test_cli_judge.py", "test_layers.py",
+}
+
+# Single tests of over ~2 s each (measured with --durations; `make test-fast` skips them, `make test` runs them)
+SLOW_TESTS = {
+    "test_api_columns.py::test_renamed_columns_give_the_canonical_results",
+    "test_api_contract.py::test_every_public_statistic_follows_the_contract",
+    "test_bias.py::test_length_controlled_win_rate_coverage",
+    "test_bias.py::test_plots_save",
+    "test_calibration.py::test_calibration_recovers_the_unbiased_agreement",
+    "test_datasets.py::test_pandalm_majority_counts_match_the_readme",
+    "test_figure_stability.py::test_every_plot_is_byte_identical_under_last_bit_noise",
+    "test_figure_stability.py::test_the_issue_figures_are_byte_identical_in_every_format",
+    "test_hints.py::test_the_battery_does_produce_hints",
+    "test_judge_aspects.py::test_exhaustive_finds_planted_subset_and_is_truly_best",
+    "test_judge_vs_humans.py::test_equal_noise_coverage_of_the_default_design",
+    "test_judge_vs_humans.py::test_equal_noise_judges_are_not_biased_under_the_default_design",
+    "test_llm_batch.py::test_batch_submit_poll_collect_into_the_same_cache",
+    "test_llm_parse_secrets.py::test_canary_random_keys_never_written",
+    "test_outputs.py::test_save_figure_formats_sidecar_and_stability",
+    "test_outputs.py::test_sidecar_is_byte_identical_under_last_digit_noise",
+    "test_psychometrics.py::test_2pl_recovers_planted_parameters",
+    "test_psychometrics.py::test_parametric_bootstrap_ses_agree_with_observed_information",
+    "test_published_rules.py::test_every_differs_row_states_a_cause",
+    "test_published_rules.py::test_every_row_has_one_of_the_four_statuses",
+    "test_rank.py::test_bootstrap_resamples_units_with_replacement",
+    "test_rank.py::test_planted_strengths_are_recovered",
+    "test_rank.py::test_rank_plots_draw_the_tables",
+    "test_report.py::test_report_lists_every_published_number_of_the_golden_tests",
+    "test_repro.py::test_agreement_numbers",
+    "test_repro.py::test_every_number_in_the_data_is_checked_by_a_study",
+    "test_repro_mcqg.py::test_no_row_compares_with_a_number_the_paper_does_not_print",
+    "test_repro_mcqg.py::test_statuses_follow_what_each_check_rests_on",
+    "test_repro_mcqg.py::test_table9_tau_search_finds_nothing",
+    "test_rounds.py::test_planted_improvement_is_recovered",
+    "test_rounds.py::test_plots_render",
+    "test_rounds.py::test_survivor_bias_on_planted_dropout",
+    "test_rounds_fastpaths.py::test_consistency_table_unchanged_by_source",
+    "test_sparse_and_dependence.py::test_cli_pairwise_table_hides_sparse_pairs_with_a_footnote",
+    "test_viz.py::test_no_snake_case_in_any_plot",
 }
 
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if item.path.name in SLOW_FILES:
+        if item.path.name in SLOW_FILES or f"{item.path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 
 

@@ -37,7 +37,8 @@ Use in tests::
 
 or as a process: ``python tests/stub_server.py --port 0 --latency 0.1`` prints ``READY <url>``;
 ``GET /_stats`` returns the counters as JSON. ``--asyncio`` runs a lean asyncio server (chat and
-messages only, no faults) for throughput benchmarks, where a thread per connection would be the bottleneck.
+messages only, no faults) for throughput benchmarks, where a thread per connection would be the bottleneck;
+``--asyncio --workers N`` runs it in N processes on one port (``SO_REUSEPORT``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import random
 import sys
 import threading
@@ -105,8 +107,8 @@ def _last_user(messages: list[dict[str, Any]]) -> str:
     return ""
 
 
-def reply_text(body: dict[str, Any], schema: dict[str, Any] | None) -> str:
-    k = body_key(body)
+def reply_text(body: dict[str, Any], schema: dict[str, Any] | None, key: str | None = None) -> str:
+    k = key or body_key(body)
     h = int(k[:12], 16)
     if "[[bad-json]]" in _last_user(body.get("messages", [])):
         return "Sorry, I think the answer is probably A." if schema is not None else "plain text"
@@ -133,10 +135,11 @@ def openai_completion(body: dict[str, Any]) -> dict[str, Any]:
         schema = rf.get("schema") or {}
     elif not rf:
         schema = schema_at_end(_last_user(body.get("messages", [])))
-    text = reply_text(body, schema)
+    k = body_key(body)
+    text = reply_text(body, schema, k)
     ptok = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", [])) + 3
     return {
-        "id": "chatcmpl-" + body_key(body)[:16], "object": "chat.completion", "created": int(time.time()),
+        "id": "chatcmpl-" + k[:16], "object": "chat.completion", "created": int(time.time()),
         "model": body.get("model", "stub"),
         "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
                      "message": {"role": "assistant", "content": text, "refusal": None}}],
@@ -625,12 +628,34 @@ class StubServer:
         return self.state.stats()
 
 
-async def serve_async(port: int = 0, latency: float = 0.0, ready=None) -> None:
+def reuseport_socket(port: int = 0) -> Any:
+    """A listening TCP socket on ``127.0.0.1:port`` with ``SO_REUSEPORT``: several processes may listen on
+    one port, and the kernel spreads the connections over them."""
+    import socket
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(1024)
+    return sock
+
+
+async def serve_async(port: int = 0, latency: float = 0.0, ready=None, sock: Any = None,
+                      parent: int | None = None) -> None:
     """A lean asyncio variant (chat completions + messages only, no faults) for throughput benchmarks:
-    no thread per connection, so the stub itself is not the bottleneck at high concurrency."""
+    no thread per connection, so the stub itself is not the bottleneck at high concurrency. With ``sock``
+    (e.g. :func:`reuseport_socket`) it serves on that socket; ``GET /_stats`` counts this process's replies.
+    With ``parent`` (a pid) it stops once that process is gone."""
     import asyncio
+    import os
 
     counts: Counter[str] = Counter()
+
+    async def orphaned() -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(0.5)
+        server.close()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -647,7 +672,7 @@ async def serve_async(port: int = 0, latency: float = 0.0, ready=None) -> None:
                     if latency:
                         await asyncio.sleep(latency)
                     reply = openai_completion(body) if path.endswith("/chat/completions") else anthropic_message(body)
-                    counts[body_key(body)] += 1
+                    counts[reply["id"]] += 1  # the id is made of the body's key: one count per distinct body
                     code = b"200 OK"
                 elif path == "/_stats":
                     reply, code = {"successes": sum(counts.values()), "distinct_successes": len(counts)}, b"200 OK"
@@ -662,11 +687,52 @@ async def serve_async(port: int = 0, latency: float = 0.0, ready=None) -> None:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
+    if sock is not None:
+        server = await asyncio.start_server(handle, sock=sock, backlog=1024)
+    else:
+        server = await asyncio.start_server(handle, "127.0.0.1", port, backlog=1024)
     if ready is not None:
         ready(server.sockets[0].getsockname()[1])
-    async with server:
-        await server.serve_forever()
+    watch = asyncio.ensure_future(orphaned()) if parent is not None else None
+    try:
+        async with server:
+            await server.serve_forever()
+    except asyncio.CancelledError:  # closed by orphaned()
+        pass
+    finally:
+        if watch is not None:
+            watch.cancel()
+
+
+def serve_workers(workers: int, port: int = 0, latency: float = 0.0) -> int:
+    """The lean asyncio stub in ``workers`` processes on one port (``SO_REUSEPORT``; the kernel spreads the
+    connections over them), for clients whose concurrency one process cannot serve. Prints ``READY <url>``
+    once every worker listens; stops them all on SIGTERM or SIGINT."""
+    import asyncio
+    import signal
+    import subprocess
+
+    sock = reuseport_socket(port)
+    port = sock.getsockname()[1]
+    cmd = [sys.executable, __file__, "--asyncio", "--reuseport", "--port", str(port), "--latency", str(latency)]
+    children = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(workers - 1)]
+    try:
+        for c in children:
+            line = c.stdout.readline().strip()
+            if not line.startswith("READY "):
+                raise RuntimeError(f"a stub worker did not start: {line!r}")
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        try:
+            asyncio.run(serve_async(latency=latency, sock=sock,
+                                    ready=lambda p: print(f"READY http://127.0.0.1:{p}", flush=True)))
+        except KeyboardInterrupt:
+            pass
+    finally:
+        for c in children:
+            c.terminate()
+        for c in children:
+            c.wait()
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -677,13 +743,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout-sleep", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--asyncio", action="store_true", help="lean asyncio server (no faults) for benchmarks")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="with --asyncio: processes serving one port (SO_REUSEPORT)")
+    ap.add_argument("--reuseport", action="store_true", help=argparse.SUPPRESS)  # a worker of --workers
     a = ap.parse_args(argv)
+    if a.asyncio and a.workers > 1:
+        return serve_workers(a.workers, a.port, a.latency)
     if a.asyncio:
         import asyncio
+        import signal
 
+        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
         try:
-            asyncio.run(serve_async(a.port, a.latency,
-                                    ready=lambda port: print(f"READY http://127.0.0.1:{port}", flush=True)))
+            asyncio.run(serve_async(a.port, a.latency, sock=reuseport_socket(a.port) if a.reuseport else None,
+                                    ready=lambda port: print(f"READY http://127.0.0.1:{port}", flush=True),
+                                    parent=os.getppid() if a.reuseport else None))
         except KeyboardInterrupt:
             pass
         return 0

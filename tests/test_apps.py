@@ -2,9 +2,10 @@
 scripts, and in a real browser: an upload through the file input, the column mapping, and a changed control
 changing what is shown."""
 
+import contextlib
 import io
+import runpy
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -277,17 +278,82 @@ def test_apps_exist():
 
 
 @pytest.mark.parametrize("app", APPS, ids=lambda p: p.name)
-def test_app_runs_as_a_script(app):
-    proc = subprocess.run([sys.executable, str(app)], capture_output=True, text=True, timeout=300, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip(), f"{app.name} printed nothing in script mode"
+def test_app_runs_as_a_script(app, monkeypatch, capsys):
+    """``python notebooks/<app>.py`` runs the app and prints a summary. Run here as Python runs a script (``__name__``
+    is ``"__main__"``, argv is the file, its folder first on sys.path, the checkout the working directory), without
+    a new interpreter; test_apps_cli runs an app as a real process, where the exit status and stderr are checked."""
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setattr(sys, "argv", [str(app)])
+    monkeypatch.syspath_prepend(str(app.parent))
+    try:
+        runpy.run_path(str(app), run_name="__main__")
+    except SystemExit as exc:  # the exit status a process would have had
+        assert exc.code in (None, 0), f"{app.name} exited with status {exc.code}"
+    assert capsys.readouterr().out.strip(), f"{app.name} printed nothing in script mode"
+
+
+@pytest.fixture(scope="module")
+def app_servers():
+    """`marimo run --headless` of each app on 127.0.0.1, started on first use and shared by this module's browser
+    tests: every page opened on it gets its own marimo session (its own kernel), so no test sees another test's
+    upload or control change. Returns app path -> URL."""
+    with contextlib.ExitStack() as stack:
+        urls: dict[Path, str] = {}
+
+        def url(app: Path) -> str:
+            if app not in urls:
+                urls[app] = stack.enter_context(serve_app(app))
+            return urls[app]
+
+        yield url
 
 
 @pytest.fixture()
-def served(request):
-    """Start `marimo run --headless` for an app on 127.0.0.1 and yield its URL."""
-    with serve_app(request.param) as url:
-        yield url
+def served(request, app_servers):
+    """The URL of the app ``request.param``, served by the module's server of that app."""
+    return app_servers(request.param)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """One headless chromium for this module's browser tests; each test opens its own pages (``new_page``)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = _browser(p)
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def new_page(browser):
+    """``new_page(viewport)``: a page in a fresh browser context (no cookies or storage from another test), closed
+    after the test."""
+    contexts = []
+
+    def make(viewport: dict):
+        contexts.append(browser.new_context(viewport=viewport))
+        return contexts[-1].new_page()
+
+    yield make
+    for c in contexts:
+        c.close()
+
+
+def _settle(page, quiet_ms: int = 1000, timeout: int = 30_000) -> None:
+    """Before a screenshot: wait until no output has been stale or loading for ``quiet_ms`` (the figure cells have
+    re-rendered). The screenshot is for a person to look at, not checked: a timeout only means an earlier picture."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    page.evaluate("() => { window.__medevalBusy = performance.now(); }")
+    try:
+        page.wait_for_function(
+            "quiet => { const now = performance.now();"
+            " if (document.querySelector('.marimo-output-stale, .marimo-output-loading')) window.__medevalBusy = now;"
+            " return now - window.__medevalBusy >= quiet; }",
+            arg=quiet_ms, polling=100, timeout=timeout)
+    except PlaywrightTimeout:
+        pass
 
 
 def _browser(p):
@@ -303,27 +369,23 @@ needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is 
 
 @needs_browser
 @pytest.mark.browser
+@pytest.mark.xdist_group("apps_agreement_app")
 @pytest.mark.parametrize("served", [ROOT / "notebooks" / "agreement_app.py"], indirect=True, ids=["agreement"])
-def test_agreement_app_updates_when_metric_changes(served):
-    from playwright.sync_api import sync_playwright
-
+def test_agreement_app_updates_when_metric_changes(served, new_page):
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1300, "height": 1600})
-        page.goto(served)
-        number = page.locator("#mean-pairwise")
-        number.wait_for(timeout=120_000)
-        before = number.inner_text()
-        page.get_by_role("combobox").filter(has_text="cohen_kappa").first.select_option("gwet_ac1")
-        page.wait_for_function(
-            "before => { const e = document.querySelector('#mean-pairwise'); return e && e.innerText !== before; }",
-            arg=before, timeout=120_000,
-        )
-        after = number.inner_text()
-        page.wait_for_timeout(4000)  # let the dependent figure cells re-render before the screenshot
-        page.screenshot(path=str(SHOTS / "agreement_app.png"), full_page=True)
-        browser.close()
+    page = new_page({"width": 1300, "height": 1600})
+    page.goto(served)
+    number = page.locator("#mean-pairwise")
+    number.wait_for(timeout=120_000)
+    before = number.inner_text()
+    page.get_by_role("combobox").filter(has_text="cohen_kappa").first.select_option("gwet_ac1")
+    page.wait_for_function(
+        "before => { const e = document.querySelector('#mean-pairwise'); return e && e.innerText !== before; }",
+        arg=before, timeout=120_000,
+    )
+    after = number.inner_text()
+    _settle(page)  # let the dependent figure cells re-render before the screenshot
+    page.screenshot(path=str(SHOTS / "agreement_app.png"), full_page=True)
     assert before != after
     assert float(before) == pytest.approx(0.577, abs=0.01)  # mean pairwise Cohen's kappa, PandaLM, 5 raters
 
@@ -353,51 +415,47 @@ def _problem(page, text: str) -> str:
 @pytest.mark.browser
 @pytest.mark.parametrize(
     ("served", "number_id", "label"),
-    [(ROOT / "notebooks" / "rounds_app.py", "final-total", "item"),
-     (ROOT / "notebooks" / "judgments_app.py", "n-flips", "bundled data (used when no file is uploaded)")],
-    indirect=["served"], ids=["rounds", "judgments"],
+    [pytest.param(ROOT / "notebooks" / "rounds_app.py", "final-total", "item", id="rounds",
+                  marks=pytest.mark.xdist_group("apps_rounds_app")),
+     pytest.param(ROOT / "notebooks" / "judgments_app.py", "n-flips", "bundled data (used when no file is uploaded)",
+                  id="judgments", marks=pytest.mark.xdist_group("apps_judgments_app"))],
+    indirect=["served"],
 )
-def test_app_number_changes_with_a_dropdown(served, number_id, label):
+def test_app_number_changes_with_a_dropdown(served, number_id, label, new_page):
     """Pick other options of the labelled dropdown, in order, until the displayed number changes."""
-    from playwright.sync_api import sync_playwright
-
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1300, "height": 1400})
-        page.goto(served)
-        number = page.locator(f"#{number_id}")
-        number.wait_for(timeout=120_000)
-        before = number.inner_text()
-        select = page.get_by_label(label, exact=True)
-        current = select.input_value()
-        changed = False
-        for opt in [o for o in select.locator("option").all_inner_texts() if o.strip() and o != current][:6]:
-            select.select_option(label=opt)
-            try:
-                page.wait_for_function(
-                    "([id, before]) => { const e = document.getElementById(id); return e && e.innerText !== before; }",
-                    arg=[number_id, before], timeout=15_000,
-                )
-                changed = True
-                break
-            except Exception:  # same number for this option: try the next
-                continue
-        page.wait_for_timeout(2000)
-        page.screenshot(path=str(SHOTS / f"{number_id}.png"), full_page=True)
-        after = number.inner_text()
-        browser.close()
+    page = new_page({"width": 1300, "height": 1400})
+    page.goto(served)
+    number = page.locator(f"#{number_id}")
+    number.wait_for(timeout=120_000)
+    before = number.inner_text()
+    select = page.get_by_label(label, exact=True)
+    current = select.input_value()
+    changed = False
+    for opt in [o for o in select.locator("option").all_inner_texts() if o.strip() and o != current][:6]:
+        select.select_option(label=opt)
+        try:
+            page.wait_for_function(
+                "([id, before]) => { const e = document.getElementById(id); return e && e.innerText !== before; }",
+                arg=[number_id, before], timeout=15_000,
+            )
+            changed = True
+            break
+        except Exception:  # same number for this option: try the next
+            continue
+    _settle(page)
+    page.screenshot(path=str(SHOTS / f"{number_id}.png"), full_page=True)
+    after = number.inner_text()
     assert changed and before != after, f"#{number_id} stayed {before!r} for every option of {label!r} tried"
 
 
 @needs_browser
 @pytest.mark.browser
+@pytest.mark.xdist_group("apps_agreement_app")
 @pytest.mark.parametrize("served", [ROOT / "notebooks" / "agreement_app.py"], indirect=True, ids=["agreement"])
-def test_agreement_app_takes_an_upload_and_its_column_mapping(served, tmp_path):
+def test_agreement_app_takes_an_upload_and_its_column_mapping(served, tmp_path, new_page):
     """Upload a CSV whose rater column has an unknown name: the app asks for it; once mapped, the numbers are
     the file's, and the metric dropdown changes them."""
-    from playwright.sync_api import sync_playwright
-
     path = tmp_path / "my_labels.csv"
     t = _labels_table()
     t.to_csv(path, index=False)
@@ -407,78 +465,67 @@ def test_agreement_app_takes_an_upload_and_its_column_mapping(served, tmp_path):
             for m in ("cohen_kappa", "gwet_ac1")}
     assert want["cohen_kappa"] != want["gwet_ac1"]
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1300, "height": 1600})
-        page.goto(served)
-        page.locator("#mean-pairwise").wait_for(timeout=120_000)
-        _upload(page, path)
-        problem = _problem(page, "no column is chosen for 'rater'")
-        page.get_by_label("rater column", exact=True).select_option("who")
-        _wait_text(page, "n-pairs", "6")  # 4 raters
-        _wait_text(page, "mean-pairwise", want["cohen_kappa"])
-        page.get_by_label("metric", exact=True).select_option("gwet_ac1")
-        _wait_text(page, "mean-pairwise", want["gwet_ac1"])
-        page.wait_for_timeout(3000)  # let the figures re-render before the screenshot
-        page.screenshot(path=str(SHOTS / "agreement_app_upload.png"), full_page=True)
-        browser.close()
+    page = new_page({"width": 1300, "height": 1600})
+    page.goto(served)
+    page.locator("#mean-pairwise").wait_for(timeout=120_000)
+    _upload(page, path)
+    problem = _problem(page, "no column is chosen for 'rater'")
+    page.get_by_label("rater column", exact=True).select_option("who")
+    _wait_text(page, "n-pairs", "6")  # 4 raters
+    _wait_text(page, "mean-pairwise", want["cohen_kappa"])
+    page.get_by_label("metric", exact=True).select_option("gwet_ac1")
+    _wait_text(page, "mean-pairwise", want["gwet_ac1"])
+    _settle(page)  # let the figures re-render before the screenshot
+    page.screenshot(path=str(SHOTS / "agreement_app_upload.png"), full_page=True)
     assert problem.startswith("my_labels.csv: ") and "'who'" in problem  # names the file and offers the columns
 
 
 @needs_browser
 @pytest.mark.browser
+@pytest.mark.xdist_group("apps_judgments_app")
 @pytest.mark.parametrize("served", [ROOT / "notebooks" / "judgments_app.py"], indirect=True, ids=["judgments"])
-def test_judgments_app_takes_an_upload_and_filters_the_flips(served, tmp_path):
+def test_judgments_app_takes_an_upload_and_filters_the_flips(served, tmp_path, new_page):
     """Upload judgments whose columns are guessed (pair_id, judge_model, order, winner): 3 of 6 pairs flip;
     ticking 'only position flips' shows those 3."""
-    from playwright.sync_api import sync_playwright
-
     path = tmp_path / "my_judgments.csv"
     _judgments_table().to_csv(path, index=False)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1300, "height": 1600})
-        page.goto(served)
-        page.locator("#n-flips").wait_for(timeout=120_000)
-        _upload(page, path)
-        _wait_text(page, "n-flips", "3")
-        _wait_text(page, "n-shown", "6")
-        page.get_by_role("checkbox", name="only position flips").check()
-        _wait_text(page, "n-shown", "3")
-        page.wait_for_timeout(1000)
-        page.screenshot(path=str(SHOTS / "judgments_app_upload.png"), full_page=True)
-        browser.close()
+    page = new_page({"width": 1300, "height": 1600})
+    page.goto(served)
+    page.locator("#n-flips").wait_for(timeout=120_000)
+    _upload(page, path)
+    _wait_text(page, "n-flips", "3")
+    _wait_text(page, "n-shown", "6")
+    page.get_by_role("checkbox", name="only position flips").check()
+    _wait_text(page, "n-shown", "3")
+    _settle(page)
+    page.screenshot(path=str(SHOTS / "judgments_app_upload.png"), full_page=True)
 
 
 @needs_browser
 @pytest.mark.browser
+@pytest.mark.xdist_group("apps_rounds_app")
 @pytest.mark.parametrize("served", [ROOT / "notebooks" / "rounds_app.py"], indirect=True, ids=["rounds"])
-def test_rounds_app_reports_a_bad_file_then_takes_a_good_one_and_its_slider(served, tmp_path):
+def test_rounds_app_reports_a_bad_file_then_takes_a_good_one_and_its_slider(served, tmp_path, new_page):
     """A rounds file with a round 'two' gets a message naming the file, the column and the row; the good file
     shows its totals, and the threshold slider moves the round a stopping rule stops at."""
-    from playwright.sync_api import sync_playwright
-
     bad, good = tmp_path / "bad_rounds.csv", tmp_path / "my_rounds.csv"
     t = _rounds_table()
     t.astype({"iteration": object}).assign(iteration=lambda d: d["iteration"].where(d.index != 4, "two")).to_csv(
         bad, index=False)
     t.to_csv(good, index=False)
     SHOTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as p:
-        browser = _browser(p)
-        page = browser.new_page(viewport={"width": 1300, "height": 1600})
-        page.goto(served)
-        page.locator("#final-total").wait_for(timeout=120_000)
-        _upload(page, bad)
-        problem = _problem(page, "expected whole numbers")
-        _upload(page, good)
-        _wait_text(page, "final-total", "0.975")  # q2, round 3: (20/20 + 19/20) / 2
-        _wait_text(page, "rule-stop", "3")  # all components >= 0.9 first in round 3
-        page.get_by_role("slider").first.focus()
-        page.keyboard.press("Home")  # threshold 0.5: round 1 (10/20 and 10/20) already meets it
-        _wait_text(page, "rule-stop", "1")
-        page.wait_for_timeout(2000)
-        page.screenshot(path=str(SHOTS / "rounds_app_upload.png"), full_page=True)
-        browser.close()
+    page = new_page({"width": 1300, "height": 1600})
+    page.goto(served)
+    page.locator("#final-total").wait_for(timeout=120_000)
+    _upload(page, bad)
+    problem = _problem(page, "expected whole numbers")
+    _upload(page, good)
+    _wait_text(page, "final-total", "0.975")  # q2, round 3: (20/20 + 19/20) / 2
+    _wait_text(page, "rule-stop", "3")  # all components >= 0.9 first in round 3
+    page.get_by_role("slider").first.focus()
+    page.keyboard.press("Home")  # threshold 0.5: round 1 (10/20 and 10/20) already meets it
+    _wait_text(page, "rule-stop", "1")
+    _settle(page)
+    page.screenshot(path=str(SHOTS / "rounds_app_upload.png"), full_page=True)
     assert problem.startswith("bad_rounds.csv: table 'rounds', column 'iteration', rows [4]")

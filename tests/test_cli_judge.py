@@ -10,6 +10,7 @@ import shutil
 import pandas as pd
 import pytest
 from llm_helpers import ROOT, env, stub  # noqa: F401  (fixtures)
+from stub_server import StubServer
 
 from medeval_kit import paths
 from medeval_kit.cli import main
@@ -134,6 +135,15 @@ def test_401_fails_the_command_with_the_count_unless_allowed(stub, env, capsys):
 WITHOUT_A = [a for a in PAIR_COLS if a not in ("--answer-a", "a")]
 
 
+@pytest.fixture(scope="module")
+def quiet_stub():
+    """One stub server for every case of the bad-items test (a server stops in up to 0.5 s): no case may send it
+    a request, so its attempts stay 0 whatever ran before."""
+    with StubServer() as srv:
+        yield srv
+
+
+@pytest.mark.xdist_group("test_cli_judge_quiet_stub")
 @pytest.mark.parametrize("args, rows, expected", [
     (PAIR_COLS[:4] + ["--answer-a", "answer"] + PAIR_COLS[6:], None,
      "mine.csv: table 'items', column 'answer': protocol 'pairwise' reads its answer_a from column 'answer', which is "
@@ -147,7 +157,8 @@ WITHOUT_A = [a for a in PAIR_COLS if a not in ("--answer-a", "a")]
     (["--protocol", "reference", "--rubric", "overall"], None, "--rubric: not an option of protocol 'reference'"),
     (PAIR_COLS + ["--out", "j.xlsx"], None, "unknown output type '.xlsx'"),
 ])
-def test_bad_items_are_clear_errors_and_nothing_is_called(stub, env, capsys, args, rows, expected):  # noqa: F811
+def test_bad_items_are_clear_errors_and_nothing_is_called(quiet_stub, env, capsys, args, rows, expected):  # noqa: F811
+    stub = quiet_stub
     df = PAIRS.copy()
     for col, (row, value) in (rows or {}).items():
         df[col] = df[col].astype(object)

@@ -120,6 +120,8 @@ def test_the_wheel_runs_a_project_in_an_empty_folder(tmp_path):
 
     def medeval(*args: str, cwd: Path, check: bool = True, live: bool = False) -> subprocess.CompletedProcess:
         run_env = {k: v for k, v in env.items() if k != "MEDEVAL_CACHE_MODE"} if live else env  # live: real calls
+        if live:  # one llama.cpp thread: on a loaded 2-core machine its waiting threads spin (as in test_cli_judge)
+            run_env["MEDEVAL_LOCAL_THREADS"] = "1"
         proc = subprocess.run([str(py.parent / "medeval"), *args], cwd=cwd, env=run_env, capture_output=True,
                               text=True, timeout=600)
         if check:

@@ -12,7 +12,7 @@ PKG = Path(__file__).resolve().parents[1] / "medeval_kit"
 # Layer of each top-level module or folder of medeval_kit; an import may only go to the same or a lower layer.
 LAYERS = {
     "__init__": 0, "errors": 0, "paths": 0, "plugins": 0, "results": 0, "schemas": 0, "tables": 0, "templates": 0,
-    "columns": 0, "docstrings": 0, "deprecation": 0, "provenance": 0,
+    "columns": 0, "docstrings": 0, "deprecation": 0, "provenance": 0, "json_schema": 0,
     "stats": 1,
     "datasets": 2, "prompts": 2, "llm": 2, "embed": 2, "retrieve": 2, "pairwise": 2,
     "readers": 3,

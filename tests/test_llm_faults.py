@@ -135,5 +135,7 @@ def test_faults_for_each_provider(provider, transport, tmp_path, monkeypatch):
         client = get_client(model, cache_path=tmp_path / "c.sqlite", concurrency=1, timeout=0.3,
                             backoff_base=0.01, backoff_max=0.02, transport=transport)
         out = client.run([Request(messages=[{"role": "user", "content": "q"}], schema=SCHEMA)], progress=False)
-        assert out[0].error is None and out[0].attempts == 6 and out[0].parse_status == "ok"
-        assert srv.stats()["successes"] == 1
+        # the stub saw the five faults, then the success; on a loaded machine a connection may also time
+        # out before the stub sees it (0.3 s), an attempt the client counts and retries too
+        assert out[0].error is None and out[0].attempts >= 6 and out[0].parse_status == "ok"
+        assert srv.stats()["attempts"] == 6 and srv.stats()["successes"] == 1

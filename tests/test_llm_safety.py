@@ -284,53 +284,96 @@ def _billed(srv: StubServer, since: int = 0) -> float:
     return sum(cost_of(GPT4O, pt, ct) for _, pt, ct, _ in rows)
 
 
+# A client process that serves many runs: per line of stdin (a JSON run: env, n, conc, prefix, max_tokens), a
+# new client with that environment (as a notebook of a study run reads it), one run, one JSON line out.
+SERVING_CHILD = textwrap.dedent("""
+    import json, os, sys
+    from medeval_kit.llm import Request, get_client
+    model, cache = sys.argv[1:3]
+    for line in sys.stdin:
+        run = json.loads(line)
+        for k in ("MEDEVAL_RUN_ID", "MEDEVAL_RUN_BUDGET_USD"):
+            os.environ.pop(k, None)
+        os.environ.update(run["env"])
+        client = get_client(model, cache_path=cache, cache_mode="off", concurrency=run["conc"], timeout=20,
+                            backoff_base=0.01, backoff_max=0.05)
+        mt = run["max_tokens"]
+        reqs = [Request(messages=[{"role": "user", "content": f"{run['prefix']} item {i}"}],
+                        max_tokens=mt[i % len(mt)]) for i in range(run["n"])]
+        client.run(reqs, progress=False)
+        st = client.last_run
+        print(json.dumps({"n_called": st.n_called, "n_failed": st.n_failed,
+                          "n_skipped_budget": st.n_skipped_budget}), flush=True)
+""")
+
+
 def test_a_run_budget_holds_across_three_processes(tmp_path):
     """Finding 5: `medeval run --jobs 3` with a cap in each notebook spent $0.115 for a $0.05 cap. With
     MEDEVAL_RUN_ID and MEDEVAL_RUN_BUDGET_USD set, every client of every process shares one ledger in
-    the cache database: the total stays under the cap, and a cap twice the true total refuses nothing."""
+    the cache database: the total stays under the cap, and a cap twice the true total refuses nothing.
+
+    The three processes serve all 15 runs (5 seeds x free, tight and roomy), each run's three clients
+    started together, one per process: starting 45 processes took most of this test's time."""
     from medeval_kit.llm.ledger import run_spend
 
     script = tmp_path / "child.py"
-    script.write_text(CHILD)
+    script.write_text(SERVING_CHILD)
     cache = tmp_path / "c.sqlite"
     figures = []
     with StubServer(latency=0.002, usage="bytes") as srv:
-        for seed in range(5):
-            rng = random.Random(seed)
-            sizes = [rng.randrange(5, 25) for _ in range(3)]
-            concs = [rng.randrange(1, 17) for _ in range(3)]
-            max_tokens = ",".join(str(rng.choice([16, 64, 256, 512])) for _ in range(7))
+        procs = [subprocess.Popen([sys.executable, str(script), GPT4O, str(cache)],
+                                  env=_child_env(OPENAI_BASE_URL=srv.openai_url), stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+        try:
+            for seed in range(5):
+                rng = random.Random(seed)
+                sizes = [rng.randrange(5, 25) for _ in range(3)]
+                concs = [rng.randrange(1, 17) for _ in range(3)]
+                max_tokens = [rng.choice([16, 64, 256, 512]) for _ in range(7)]
 
-            def run3(tag: str, cap: float | None) -> tuple[float, list[dict], str]:
-                run_id = os.urandom(8).hex()
-                extra = {"OPENAI_BASE_URL": srv.openai_url}
-                if cap is not None:
-                    extra.update(MEDEVAL_RUN_ID=run_id, MEDEVAL_RUN_BUDGET_USD=repr(cap))
-                mark = len(srv.state.billed)
-                procs = [subprocess.Popen([sys.executable, str(script), GPT4O, str(cache), str(sizes[j]),  # noqa: B023
-                                           str(concs[j]), f"s{seed}-p{j}", "off", max_tokens],  # noqa: B023
-                                          env=_child_env(**extra), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                          text=True) for j in range(3)]
-                res = [_result(p, 60) for p in procs]
-                return _billed(srv, mark), res, run_id
+                def run3(tag: str, cap: float | None) -> tuple[float, list[dict], str]:
+                    run_id = os.urandom(8).hex()
+                    env = {"MEDEVAL_RUN_ID": run_id, "MEDEVAL_RUN_BUDGET_USD": repr(cap)} if cap is not None else {}
+                    mark = len(srv.state.billed)
+                    for j, p in enumerate(procs):  # the three clients start together
+                        p.stdin.write(json.dumps({"env": env, "n": sizes[j], "conc": concs[j],  # noqa: B023
+                                                  "prefix": f"s{seed}-p{j}", "max_tokens": max_tokens}) + "\n")  # noqa: B023
+                        p.stdin.flush()
+                    res = []
+                    for p in procs:
+                        line = p.stdout.readline()
+                        if not line:
+                            p.kill()
+                            pytest.fail(f"a client process died: {p.stderr.read()[-3000:]}")
+                        res.append(json.loads(line))
+                    return _billed(srv, mark), res, run_id
 
-            true_total, res, _ = run3("free", None)
-            assert all(r["n_failed"] == 0 for r in res)
-            cap = true_total * rng.uniform(0.1, 0.9)
-            billed, res, run_id = run3("tight", cap)
-            spend = run_spend(run_id, cache)
-            refused = sum(r["n_skipped_budget"] for r in res)
-            assert billed <= cap + 1e-12, (seed, billed, cap)
-            assert spend["spent_usd"] + spend["unconfirmed_usd"] >= billed - 1e-9
-            assert spend["spent_usd"] + spend["reserved_usd"] + spend["unconfirmed_usd"] <= cap + 1e-9
-            assert spend["n_refused"] == refused > 0 and spend["cap_usd"] == pytest.approx(cap)
-            billed2, res2, run_id2 = run3("roomy", 2 * true_total)
-            refused2 = sum(r["n_skipped_budget"] for r in res2)
-            assert refused2 == 0 and billed2 <= 2 * true_total
-            figures.append({"seed": seed, "true_total": round(true_total, 5), "cap": round(cap, 5),
-                            "billed": round(billed, 5), "refused": refused,
-                            "roomy_cap": round(2 * true_total, 5), "roomy_billed": round(billed2, 5),
-                            "roomy_refused": refused2})
+                true_total, res, _ = run3("free", None)
+                assert all(r["n_failed"] == 0 for r in res)
+                cap = true_total * rng.uniform(0.1, 0.9)
+                billed, res, run_id = run3("tight", cap)
+                spend = run_spend(run_id, cache)
+                refused = sum(r["n_skipped_budget"] for r in res)
+                assert billed <= cap + 1e-12, (seed, billed, cap)
+                assert spend["spent_usd"] + spend["unconfirmed_usd"] >= billed - 1e-9
+                assert spend["spent_usd"] + spend["reserved_usd"] + spend["unconfirmed_usd"] <= cap + 1e-9
+                assert spend["n_refused"] == refused > 0 and spend["cap_usd"] == pytest.approx(cap)
+                billed2, res2, run_id2 = run3("roomy", 2 * true_total)
+                refused2 = sum(r["n_skipped_budget"] for r in res2)
+                assert refused2 == 0 and billed2 <= 2 * true_total
+                figures.append({"seed": seed, "true_total": round(true_total, 5), "cap": round(cap, 5),
+                                "billed": round(billed, 5), "refused": refused,
+                                "roomy_cap": round(2 * true_total, 5), "roomy_billed": round(billed2, 5),
+                                "roomy_refused": refused2})
+        finally:
+            for p in procs:
+                p.stdin.close()
+            for p in procs:
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
     print("\nrun budget, 3 processes per run:\n" + "\n".join(json.dumps(f) for f in figures))
 
 

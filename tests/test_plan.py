@@ -122,7 +122,7 @@ def test_power_increases_with_n_and_the_table_is_tidy():
 
 def test_judge_below_the_margin_is_not_reachable():
     m = panel_model_from(accuracy_humans=0.9, accuracy_judge=0.6, n_physicians=3)
-    plan = plan_judge_vs_humans(m, margin=0.05, n_sim=20, n_boot=60, seed=0)
+    plan = plan_judge_vs_humans(m, margin=0.05, n_sim=20, n_boot=50, seed=0)
     rows = plan.planned.set_index("judge")
     assert rows.loc["judge", "status"] == "not_reachable" and "expected delta" in rows.loc["judge", "reason"]
     assert rows.loc[REFERENCE_JUDGE, "status"] == "planned"
@@ -131,7 +131,7 @@ def test_judge_below_the_margin_is_not_reachable():
 
 def test_several_raters_per_item_each_get_a_plan():
     m = panel_model_from(kappa=0.6, n_physicians=6)
-    plan = plan_judge_vs_humans(m, margin=0.15, raters_per_item=[2, 3], reference=False, n_sim=40, n_boot=60)
+    plan = plan_judge_vs_humans(m, margin=0.15, raters_per_item=[2, 3], reference=False, n_sim=20, n_boot=50)
     assert list(plan.planned["raters_per_item"]) == [2, 3]
     assert set(plan.table["raters_per_item"]) == {2, 3}
     assert (plan.planned["n_physicians"] == 6).all()
@@ -180,7 +180,7 @@ def test_realised_power_at_the_planned_n_is_within_5_points():
 
 
 def test_cli_plan_on_the_pandalm_pilot(pilot, capsys):
-    rc = main(["plan", "judge-vs-humans", str(pilot), "--margin", "0.05", "--power", "0.8", "--n-sim", "40",
+    rc = main(["plan", "judge-vs-humans", str(pilot), "--margin", "0.05", "--power", "0.8", "--n-sim", "20",
                "--seed", "3"])
     out = capsys.readouterr().out
     assert rc == 0

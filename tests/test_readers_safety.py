@@ -10,14 +10,14 @@ outcomes and assert that none is a traceback. Speed and memory are measured by
 
 from __future__ import annotations
 
-import copy
 import json
+import re
 import struct
 import subprocess
 import sys
-import textwrap
 import time
 import zipfile
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -44,15 +44,39 @@ def _eval_zip(path: Path, members: dict[str, bytes]) -> Path:
     return path
 
 
+def _deflated_zeros(n_chunks: int) -> tuple[bytes, int]:
+    """The raw deflate stream of ``n_chunks`` chunks of ``b"0" * MB`` and its CRC-32.
+
+    A full flush resets the compressor, so every chunk compresses to the same bytes: one chunk is compressed and
+    its bytes repeated (a 1 GB bomb costs a CRC pass, not a gigabyte of deflating)."""
+    chunk = b"0" * MB
+    co = zlib.compressobj(6, zlib.DEFLATED, -15)
+    one = co.compress(chunk) + co.flush(zlib.Z_FULL_FLUSH)
+    assert co.compress(chunk) + co.flush(zlib.Z_FULL_FLUSH) == one  # the repeat is exact
+    crc = 0
+    for _ in range(n_chunks):
+        crc = zlib.crc32(chunk, crc)
+    return one * n_chunks + co.flush(), crc
+
+
 def _bomb(path: Path, n_bytes: int, *, member: str = "samples/a_epoch_1.json") -> Path:
-    """An .eval zip whose sample member inflates to ``n_bytes`` zeros, written in 1 MB chunks."""
-    members = _members()
-    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("header.json", members["header.json"])
-        with z.open(member, "w", force_zip64=n_bytes > 2**31 - 1) as f:
-            chunk = b"0" * MB
-            for _ in range(n_bytes // MB):
-                f.write(chunk)
+    """An .eval zip whose sample member inflates to ``n_bytes`` zeros (``n_bytes // MB`` chunks of 1 MB), next to the
+    fixture's header.json; written by hand (local headers, central directory) as zipfile would, without zip64."""
+    n_chunks = n_bytes // MB
+    assert n_chunks * MB <= 2**32 - 1, "no zip64 here"
+    head = _members()["header.json"]
+    co = zlib.compressobj(6, zlib.DEFLATED, -15)
+    members = [("header.json", co.compress(head) + co.flush(), zlib.crc32(head), len(head)),
+               (member, *_deflated_zeros(n_chunks), n_chunks * MB)]
+    local, central = bytearray(), bytearray()
+    for name, data, crc, size in members:
+        raw = name.encode()
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, zipfile.ZIP_DEFLATED, 0, 0x21, crc,
+                               len(data), size, len(raw), 0, 0, 0, 0, 0o100644 << 16, len(local)) + raw
+        local += struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, zipfile.ZIP_DEFLATED, 0, 0x21, crc, len(data), size,
+                             len(raw), 0) + raw + data
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, len(members), len(members), len(central), len(local), 0)
+    path.write_bytes(bytes(local + central + end))
     return path
 
 
@@ -72,43 +96,92 @@ def _lie_about_size(path: Path, member: str, declared: int) -> None:
     path.write_bytes(bytes(data))
 
 
-def _run_py(code: str, timeout: float = 60) -> tuple[subprocess.CompletedProcess, float]:
-    t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
-    return proc, time.perf_counter() - t0
-
-
-_READ_IN_SUBPROCESS = """
+_READS_IN_SUBPROCESS = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))  # a bomb must fail here, not take the machine
-import time
 from medeval_kit.readers import ReaderError, read_format
-cpu0 = time.process_time()
-try:
-    read_format({fmt!r}, {path!r}{opts})
-    print("READ OK")
-except ReaderError as exc:
-    print("READER ERROR", exc)
-print("READ_CPU_S", time.process_time() - cpu0)
-# VmHWM, not ru_maxrss: ru_maxrss survives exec, so it would report the (large) pytest process that forked us
-hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")]
-print("PEAK_MB", int(hwm[0].split()[1]) // 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+
+
+class OverBudget(BaseException):
+    pass
+
+
+def peak_mb():
+    # VmHWM, not ru_maxrss: ru_maxrss survives exec, so it would report the (large) pytest process that forked us
+    hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")]
+    return int(hwm[0].split()[1]) // 1024 if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+
+
+for i, (fmt, path, opts, budget) in enumerate({reads!r}):
+    lines, over = [0], [False]
+
+    def local(frame, event, arg):
+        if event == "line":
+            lines[0] += 1
+            if lines[0] > budget:  # a loop that does not stop: stop it here, and say so
+                over[0] = True
+                raise OverBudget
+        return local
+
+    if budget:
+        sys.settrace(lambda frame, event, arg: local)
+    try:
+        read_format(fmt, path, **opts)
+        print(f"@@{{i}}@@ READ OK")
+    except ReaderError as exc:
+        print(f"@@{{i}}@@ READER ERROR", exc)
+    except OverBudget:
+        pass
+    finally:
+        sys.settrace(None)
+    print(f"@@{{i}}@@ OVER_BUDGET", over[0])
+    print(f"@@{{i}}@@ LINES", lines[0])
+    print(f"@@{{i}}@@ PEAK_MB", peak_mb())
 """
 
 
-def _read_sub(fmt: str, path: Path, opts: str = "", timeout: float = 120) -> tuple[str, int, float]:
-    proc, dt = _run_py(_READ_IN_SUBPROCESS.format(fmt=fmt, path=str(path), opts=opts), timeout)
+def _reads_sub(reads: list[tuple[str, Path, dict, int]], timeout: float = 120) -> list[dict]:
+    """Read each (format, path, options, line budget) in turn in ONE fresh Python process under a 3 GB address-space
+    limit; per read: its output ('out'), the process's peak RSS so far in MB ('peak', which only grows: a later
+    read's peak bounds its own), and with a budget, the Python lines the read executed ('lines') and whether it
+    ran out of them ('over': the read was stopped)."""
+    code = _READS_IN_SUBPROCESS.format(reads=[(f, str(p), o, b) for f, p, o, b in reads])
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    peak = int(proc.stdout.split("PEAK_MB")[-1].strip())
-    return proc.stdout, peak, dt
+    outs, i = [""] * len(reads), None
+    for line in proc.stdout.splitlines(keepends=True):  # "@@i@@ " starts each line read i prints
+        m = re.match(r"@@(\d+)@@ ", line)
+        if m:
+            i, line = int(m.group(1)), line[m.end():]
+        if i is not None:
+            outs[i] += line
+    return [{"out": out, "peak": int(out.split("PEAK_MB")[-1].split()[0]),
+             "lines": int(out.split("LINES")[-1].split()[0]), "over": "OVER_BUDGET True" in out} for out in outs]
+
+
+LINE_BUDGET = 2_000_000  # Python lines one small read may execute; walking a billion turns would take ~1e9
+
+
+@pytest.fixture(scope="module")
+def subprocess_reads(tmp_path_factory) -> dict[str, dict]:
+    """The reads whose memory is measured, in one fresh process (one interpreter start for both):
+    a 1 GB zip bomb at the default member limit, and an MT-bench human vote with a huge ``turn``."""
+    tmp = tmp_path_factory.mktemp("subprocess_reads")
+    bomb = _bomb(tmp / "bomb.eval", 1 << 30)
+    assert bomb.stat().st_size < 3 * MB
+    rec = json.loads(HUMAN.read_text())[0]
+    rec["turn"] = 1_000_000_000
+    human = tmp / "human.jsonl"
+    human.write_text(json.dumps(rec) + "\n")
+    bomb_read, turn_read = _reads_sub([("inspect", bomb, {"use_inspect_ai": False}, 0),
+                                       ("mtbench_human", human, {}, LINE_BUDGET)])
+    return {"bomb": bomb_read, "turn": turn_read}
 
 
 # --------------------------------------------------------------------------- finding: zip bomb
-def test_eval_zip_bomb_1gb_default_limit_is_refused_with_low_rss(tmp_path):
-    path = _bomb(tmp_path / "bomb.eval", 1 << 30)
-    assert path.stat().st_size < 3 * MB
-    out, peak, _ = _read_sub("inspect", path, ", use_inspect_ai=False")
+@pytest.mark.xdist_group("readers_safety_subprocess_reads")
+def test_eval_zip_bomb_1gb_default_limit_is_refused_with_low_rss(subprocess_reads):
+    out, peak = subprocess_reads["bomb"]["out"], subprocess_reads["bomb"]["peak"]
     assert "READER ERROR" in out and "member samples/a_epoch_1.json" in out and "max_member_bytes" in out, out
     assert peak < 400, f"peak RSS {peak} MB"
 
@@ -154,17 +227,14 @@ def test_single_json_file_size_is_bounded(tmp_path):
 
 
 # --------------------------------------------------------------------------- finding: turn loop
-def test_mtbench_human_huge_turn_is_an_error_fast(tmp_path):
-    rec = json.loads(HUMAN.read_text())[0]
-    rec["turn"] = 1_000_000_000
-    p = tmp_path / "human.jsonl"
-    p.write_text(json.dumps(rec) + "\n")
-    out, peak, _ = _read_sub("mtbench_human", p, timeout=120)
-    # CPU seconds of the read alone (not the import, not the wall of a loaded machine): a reader that
-    # walked a billion turns would take minutes
-    cpu = float(out.split("READ_CPU_S")[-1].split()[0])
-    assert cpu < 5 and peak < 400, f"the read took {cpu:.1f} s of CPU and {peak} MB"
-    assert "READER ERROR" in out and "line 1: field 'turn'" in out, out
+@pytest.mark.xdist_group("readers_safety_subprocess_reads")
+def test_mtbench_human_huge_turn_is_an_error_fast(subprocess_reads):
+    r = subprocess_reads["turn"]
+    # "fast" as work done, not as seconds: the Python lines the read executed (a reader that walked a billion
+    # turns would run past the budget, and is stopped there) and its memory
+    assert not r["over"] and r["lines"] < LINE_BUDGET and r["peak"] < 400, \
+        f"the read ran {r['lines']} Python lines (budget {LINE_BUDGET}) and peaked at {r['peak']} MB"
+    assert "READER ERROR" in r["out"] and "line 1: field 'turn'" in r["out"], r["out"]
 
 
 # --------------------------------------------------------------------------- finding: nesting, bytes, types
@@ -292,16 +362,21 @@ def _paths(obj, prefix=(), max_list=2):
 
 
 def _set(obj, path, value):
-    """A copy of ``obj`` with ``value`` at ``path`` (unchanged when an earlier mutation removed the path)."""
-    obj = copy.deepcopy(obj)
-    cur = obj
+    """A copy of ``obj`` with ``value`` at ``path`` (unchanged when an earlier mutation removed the path).
+
+    Only the lists and dicts along ``path`` are copied; the rest is shared with ``obj`` (nothing here changes an
+    object in place: the copies are only written out as JSON, or copied again by the next ``_set``)."""
+    def put(cur, rest):
+        if not isinstance(cur, (dict, list)):
+            raise TypeError(f"cannot index {type(cur).__name__}")
+        new = cur.copy()
+        new[rest[0]] = value if len(rest) == 1 else put(cur[rest[0]], rest[1:])
+        return new
+
     try:
-        for k in path[:-1]:
-            cur = cur[k]
-        cur[path[-1]] = value
+        return put(obj, path)
     except (KeyError, IndexError, TypeError):
-        pass
-    return obj
+        return obj
 
 
 def _dump(key: str, obj, tmp: Path) -> tuple[str, Path, dict]:
@@ -392,8 +467,9 @@ def test_hypothesis_fuzz_all_formats(tmp_path_factory):
             at = pos % max(len(data), 1)
             p.write_bytes(data[:at] + junk + data[at:] if kind == "bytes" else data[:at])
         elif kind == "bomb" and p.suffix == ".eval":
-            fmt, p, opts = "inspect", _bomb(tmp / "b.eval", 8 * MB), {"use_inspect_ai": False,
-                                                                       "max_member_bytes": MB + pos % (16 * MB)}
+            if not (tmp / "b.eval").exists():  # the same bomb every time: built once, only read after that
+                _bomb(tmp / "b.eval", 8 * MB)
+            fmt, p, opts = "inspect", tmp / "b.eval", {"use_inspect_ai": False, "max_member_bytes": MB + pos % (16 * MB)}
         o = _outcome(fmt, p, opts)
         counts[key][o.split(":")[0]] += 1
         if o.startswith("traceback"):

@@ -12,6 +12,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium)"),
+    # the report and the browser are built once per module: under pytest-xdist --dist loadgroup, once per run
+    pytest.mark.xdist_group("test_report_browser"),
 ]
 
 OVERFLOW = "[document.documentElement.scrollWidth, window.innerWidth]"
@@ -43,7 +45,16 @@ def test_report_fits_the_width_and_stands_alone(report, browser, tmp_path, width
     page = browser.new_page(viewport={"width": width, "height": 1000})
     page.on("request", lambda r: requests.append(r.url))
     page.goto(report.html_path.as_uri())
-    page.screenshot(path=str(tmp_path / f"report_{width}.png"), full_page=True)
+    try:
+        _check_page(page, report, requests, width)
+    except BaseException:
+        # what the page looked like when a check failed (a screenshot costs ~1 s, so only then)
+        page.screenshot(path=str(tmp_path / f"report_{width}_failed.png"), full_page=True)
+        raise
+    page.close()
+
+
+def _check_page(page, report, requests, width):
     scroll_width, inner_width = page.evaluate(OVERFLOW)
     assert scroll_width <= inner_width, f"the page overflows at {width} px: {scroll_width} > {inner_width}"
 
@@ -60,7 +71,6 @@ def test_report_fits_the_width_and_stands_alone(report, browser, tmp_path, width
     scroll_width, inner_width = page.evaluate(OVERFLOW)
     assert scroll_width <= inner_width, f"the opened page overflows at {width} px: {scroll_width} > {inner_width}"
     page.evaluate("document.querySelector('details.study').scrollIntoView()")
-    page.screenshot(path=str(tmp_path / f"report_{width}_open.png"))
 
     # every figure is embedded and decodes; nothing is fetched but the file itself
     images = page.evaluate("[...document.images].map(i => [i.getAttribute('src').slice(0, 22), i.complete, "
@@ -76,4 +86,3 @@ def test_report_fits_the_width_and_stands_alone(report, browser, tmp_path, width
     # every status badge says its status in words and a symbol, not by colour alone
     badges = page.locator(".badge").all_inner_texts()
     assert badges and all(t[:1] in ("✓", "≈", "≠", "∅") and any(s in t for s in STATUSES) for t in badges), set(badges)
-    page.close()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from fractions import Fraction
 
 import numpy as np
@@ -90,10 +89,8 @@ def test_d2_split_at_case_20(codes):
     assert (int((second["gpt-4"] == second["expert_x"]).sum()), len(second)) == (7, 14)  # D.2 machine: 7/14
 
 
-def test_table9_tau_search_is_data_cheap_and_finds_nothing():
-    t0 = time.perf_counter()
+def test_table9_tau_search_finds_nothing():
     s = mq.table9_tau_search()
-    assert time.perf_counter() - t0 < 2.0
     assert len(s) == 972 and s.groupby("judge").size().eq(162).all()
     assert list(s.columns) == ["judge", "printed", "coding", "items", "statistic", "n", "value", "distance",
                                "matches"]

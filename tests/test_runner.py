@@ -1,6 +1,9 @@
 """Study runner: parallel runs, failure isolation, parameter checks, the CLI, where runs write (never the
 committed outputs unless asked) and nested item draws (a smaller run reuses the cache of a larger one)."""
 
+import contextlib
+import dataclasses
+import io
 import json
 import os
 import shutil
@@ -11,9 +14,11 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _inproc_cli import CliResult, run_cli  # noqa: E402
 from nbbuild import build  # noqa: E402
 
-from medeval_kit.cli import runner  # noqa: E402
+from medeval_kit.cli import main, runner  # noqa: E402
 from medeval_kit.errors import ParameterError, StudyError  # noqa: E402
 
 PARAMS = '''
@@ -25,26 +30,32 @@ fail: bool = False  # raise on purpose
 '''
 
 
-@pytest.fixture()
-def project(tmp_path, monkeypatch):
-    (tmp_path / "notebooks").mkdir()
-    (tmp_path / "studies").mkdir()
-    build(str(tmp_path / "notebooks" / "work.ipynb"), "# work", PARAMS, [
+def _build_project(root: Path) -> Path:
+    """Notebooks work.ipynb and reader.ipynb and the study ``demo`` in ``root``."""
+    (root / "notebooks").mkdir()
+    (root / "studies").mkdir()
+    build(str(root / "notebooks" / "work.ipynb"), "# work", PARAMS, [
         ("## write", 'import pathlib\npathlib.Path(tables_dir).mkdir(parents=True, exist_ok=True)\n'
                      'pathlib.Path(tables_dir, f"n{n}.txt").write_text(str(n * 2))'),
         ("## maybe fail", 'if fail:\n    raise ValueError("planted failure")'),
     ])
-    (tmp_path / "studies" / "demo.yaml").write_text(
+    (root / "studies" / "demo.yaml").write_text(
         "description: demo\nruns:\n"
         "  - {name: a, notebook: work.ipynb, parameters: {n: 1}}\n"
         "  - {name: bad, notebook: work.ipynb, parameters: {n: 2, fail: true}}\n"
         "  - {name: after_bad, notebook: work.ipynb, parameters: {n: 3}, needs: [bad]}\n"
         "  - {name: after_a, notebook: work.ipynb, parameters: {n: 4}, needs: [a]}\n"
     )
-    build(str(tmp_path / "notebooks" / "reader.ipynb"), "# reader", PARAMS_READER, [
+    build(str(root / "notebooks" / "reader.ipynb"), "# reader", PARAMS_READER, [
         ("## copy", 'import pathlib\npathlib.Path(tables_dir).mkdir(parents=True, exist_ok=True)\n'
                     'pathlib.Path(tables_dir, "copy.txt").write_text(pathlib.Path(src).read_text())'),
     ])
+    return root
+
+
+@pytest.fixture()
+def project(tmp_path, monkeypatch):
+    _build_project(tmp_path)
     monkeypatch.setenv("MEDEVAL_ROOT", str(tmp_path))
     return tmp_path
 
@@ -63,9 +74,7 @@ def _committed(project: Path) -> dict[str, bytes]:
             for d in ("figures", "tables") for p in sorted((project / d).rglob("*")) if p.is_file()}
 
 
-@pytest.fixture()
-def one(project):
-    """A one-run study ``one`` (n=1) plus committed outputs it would overwrite if it wrote there."""
+def _add_one(project: Path) -> Path:
     (project / "studies" / "one.yaml").write_text("runs:\n  - {name: a, notebook: work.ipynb, parameters: {n: 1}}\n")
     (project / "tables" / "one").mkdir(parents=True)
     (project / "tables" / "one" / "n1.txt").write_text("committed")
@@ -74,9 +83,39 @@ def one(project):
     return project
 
 
-def _cli(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "MEDEVAL_ROOT": str(project)}
-    return subprocess.run([sys.executable, "-m", "medeval_kit.cli", *args], capture_output=True, text=True, env=env)
+@pytest.fixture()
+def one(project):
+    """A one-run study ``one`` (n=1) plus committed outputs it would overwrite if it wrote there."""
+    return _add_one(project)
+
+
+def _git(project: Path) -> list[str]:
+    return ["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@example.org",
+            "-c", "commit.gpgsign=false"]
+
+
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory):
+    """``medeval run one -p n=5 --quiet``, run once for the three tests that only read what it did: the ``one``
+    project of its own under git (committed outputs, runs/ ignored), its committed files before the run, the
+    command's exit code and output."""
+    project = _add_one(_build_project(tmp_path_factory.mktemp("one_run")))
+    (project / ".gitignore").write_text("runs/\n")
+    if shutil.which("git") is not None:
+        for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "committed outputs"]):
+            subprocess.run([*_git(project), *cmd], check=True, capture_output=True)
+    before = _committed(project)
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        mp.setenv("MEDEVAL_ROOT", str(project))
+        code = main(["run", "one", "-p", "n=5", "--quiet"])
+    return project, before, CliResult(["run", "one", "-p", "n=5", "--quiet"], code, out.getvalue(), err.getvalue())
+
+
+def _cli(capsys, project: Path, *args: str) -> CliResult:
+    """``medeval ARGS`` with ``MEDEVAL_ROOT`` = ``project``, in this process (``python -m medeval_kit.cli`` is
+    ``sys.exit(main())``; one test below keeps a real process)."""
+    return run_cli(capsys, *args, env={"MEDEVAL_ROOT": str(project)})
 
 
 def test_failure_is_isolated_and_named(project, capfd):
@@ -130,28 +169,27 @@ def test_needs_from_another_study_are_pulled_in(project):
     assert all(r.status == "ok" for r in results)
 
 
-def test_cli_list_params_and_exit_code(project):
-    env = {**__import__("os").environ, "MEDEVAL_ROOT": str(project)}
-    out = subprocess.run([sys.executable, "-m", "medeval_kit.cli", "list", "--format", "json"],
-                         capture_output=True, text=True, env=env, check=True).stdout
-    assert [r["name"] for r in json.loads(out)["demo"]["runs"]] == ["a", "bad", "after_bad", "after_a"]
-    out = subprocess.run([sys.executable, "-m", "medeval_kit.cli", "params", "work"],
-                         capture_output=True, text=True, env=env, check=True).stdout
-    assert "fail" in out and "bool" in out
+def test_cli_list_params_and_exit_code(project, capsys):
+    proc = _cli(capsys, project, "list", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [r["name"] for r in json.loads(proc.stdout)["demo"]["runs"]] == ["a", "bad", "after_bad", "after_a"]
+    proc = _cli(capsys, project, "params", "work")
+    assert proc.returncode == 0, proc.stderr
+    assert "fail" in proc.stdout and "bool" in proc.stdout
     (project / "studies" / "demo.yaml").write_text(
         "runs:\n  - {name: bad, notebook: work.ipynb, parameters: {fail: true}}\n")
-    proc = subprocess.run([sys.executable, "-m", "medeval_kit.cli", "run", "demo", "--quiet"],
-                          capture_output=True, text=True, env=env)
+    proc = _cli(capsys, project, "run", "demo", "--quiet")
     assert proc.returncode == 1
     assert "FAILED" in proc.stdout and "planted failure" in proc.stdout
+    # the real command, in a process of its own: the exit code and the error line reach the shell
+    env = {**os.environ, "MEDEVAL_ROOT": str(project)}
     proc = subprocess.run([sys.executable, "-m", "medeval_kit.cli", "run", "demo", "-p", "n=abc"],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 2 and "parameter 'n' must be int" in proc.stderr
 
 
-def test_repository_studies_are_valid():
-    import os
-    os.environ.pop("MEDEVAL_ROOT", None)
+def test_repository_studies_are_valid(monkeypatch):
+    monkeypatch.delenv("MEDEVAL_ROOT", raising=False)
     studies = runner.load_studies()
     assert "data_overview" in studies
     for s in studies.values():
@@ -162,10 +200,10 @@ def test_repository_studies_are_valid():
 # --------------------------------------------------------------------------- where a run writes (issue 13)
 
 
-def test_run_with_parameters_leaves_committed_outputs_untouched(one):
+@pytest.mark.xdist_group("test_runner_one_run")
+def test_run_with_parameters_leaves_committed_outputs_untouched(one_run):
     """Issue 13: `medeval run judging -p n_items=10` rewrote 39 committed files; a run now writes to runs/."""
-    before = _committed(one)
-    proc = _cli(one, "run", "one", "-p", "n=5", "--quiet")
+    one, before, proc = one_run  # `medeval run one -p n=5 --quiet`
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _committed(one) == before
     assert (one / "runs" / "one" / "a" / "tables" / "n5.txt").read_text() == "10"
@@ -173,10 +211,10 @@ def test_run_with_parameters_leaves_committed_outputs_untouched(one):
     assert "outputs in runs/<study>/<run>/" in proc.stdout and "untouched" in proc.stdout
 
 
-def test_out_puts_outputs_where_asked(one, tmp_path_factory):
+def test_out_puts_outputs_where_asked(one, tmp_path_factory, capsys):
     elsewhere = tmp_path_factory.mktemp("elsewhere")
     before = _committed(one)
-    proc = _cli(one, "run", "one", "--out", str(elsewhere), "--quiet")
+    proc = _cli(capsys, one, "run", "one", "--out", str(elsewhere), "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (elsewhere / "one" / "a" / "tables" / "n1.txt").read_text() == "2"
     assert (elsewhere / "one" / "a" / "a.ipynb").exists()
@@ -184,13 +222,13 @@ def test_out_puts_outputs_where_asked(one, tmp_path_factory):
     assert str(elsewhere) in proc.stdout
 
 
-def test_publish_writes_the_committed_outputs(one):
-    proc = _cli(one, "run", "one", "--publish", "--quiet")
+def test_publish_writes_the_committed_outputs(one, capsys):
+    proc = _cli(capsys, one, "run", "one", "--publish", "--quiet")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (one / "tables" / "one" / "n1.txt").read_text() == "2"
     assert (one / "runs" / "one" / "a" / "a.ipynb").exists()  # the executed notebook still goes to runs/
     assert not (one / "runs" / "one" / "a" / "tables").exists()
-    proc = _cli(one, "run", "one", "--publish", "-p", "n=2", "--quiet")
+    proc = _cli(capsys, one, "run", "one", "--publish", "-p", "n=2", "--quiet")
     assert proc.returncode == 0 and "will not match the studies' own parameters" in proc.stderr
 
 
@@ -212,15 +250,15 @@ def test_a_run_reads_what_the_run_it_needs_wrote(one):
     assert (one / "tables" / "one" / "n1.txt").read_text() == "committed"
 
 
+@pytest.mark.xdist_group("test_runner_one_run")
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_git_status_stays_clean_after_a_run_with_parameters(one):
+def test_git_status_stays_clean_after_a_run_with_parameters(one_run):
     """The issue's closing check on a project of its own: committed outputs, runs/ ignored, a run with -p."""
-    (one / ".gitignore").write_text("runs/\n")
-    git = ["git", "-C", str(one), "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"]
-    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "committed outputs"]):
-        subprocess.run([*git, *cmd], check=True, capture_output=True)
-    assert _cli(one, "run", "one", "-p", "n=3", "--quiet").returncode == 0
-    assert subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True, check=True).stdout == ""
+    one, _, proc = one_run  # git init, add, commit; then `medeval run one -p n=5 --quiet`
+    assert (one / ".git").is_dir() and (one / ".gitignore").read_text() == "runs/\n"
+    assert proc.returncode == 0
+    assert subprocess.run([*_git(one), "status", "--porcelain"], capture_output=True, text=True,
+                          check=True).stdout == ""
 
 
 # --------------------------------------------------------------------------- nested item draws (issue 13)
@@ -276,11 +314,11 @@ def test_a_smaller_judging_run_asks_nothing_the_larger_one_did_not():
     assert len(small) == 40 and small <= large
 
 
-def test_bench_command_lists_and_rejects():
+def test_bench_command_lists_and_rejects(capsys):
     from medeval_kit.cli import bench
 
     assert {"agreement", "llm"} <= set(bench.available())
-    proc = subprocess.run([sys.executable, "-m", "medeval_kit.cli", "bench", "nope"], capture_output=True, text=True)
+    proc = run_cli(capsys, "bench", "nope")
     assert proc.returncode == 2 and "unknown benchmark 'nope'" in proc.stderr
 
 
@@ -297,3 +335,20 @@ def test_p_values_keep_their_text_for_str_parameters_and_paths_become_absolute(t
     assert checked["annotations_path"] == str((tmp_path / "mine.csv").resolve())
     with pytest.raises(ParameterError, match="n_boot.*must be int"):
         runner.check_parameters(nb, runner.parse_assignments(["n_boot=many"]))
+
+
+@pytest.mark.xdist_group("test_runner_one_run")
+def test_summary_names_the_slowest_cells_and_the_next_run_starts_the_longest_first(one_run, monkeypatch):
+    one, _, out = one_run  # `medeval run one -p n=5 --quiet`
+    monkeypatch.setenv("MEDEVAL_ROOT", str(one))
+    assert out.returncode == 0, out.stderr
+    assert "slowest cells:" in out.stdout and "one/a cell" in out.stdout
+    results = [runner.RunResult(runner.Run("one", "a", "work.ipynb"), "ok", output="runs/one/a/a.ipynb")]
+    slow = runner.slowest_cells(results, n=2)
+    assert len(slow) == 2 and slow[0][0] >= slow[1][0] and all(rid == "one/a" for _, rid, _, _ in slow)
+    code = [c for c in json.loads((one / "runs/one/a/a.ipynb").read_text())["cells"] if c["cell_type"] == "code"]
+    assert {line for *_, line in slow} <= {"".join(c["source"]).strip().splitlines()[0][:60] for c in code}
+    assert runner.slowest_cells([dataclasses.replace(results[0], status="failed")]) == []  # failed runs: not timed
+    # the previous run's papermill time orders the next one (0 for a run never executed)
+    assert runner._previous_seconds(results[0].run, None) > 0
+    assert runner._previous_seconds(runner.Run("one", "never", "work.ipynb"), None) == 0.0

@@ -256,19 +256,28 @@ def _record(n_requests=3, n_failed=3, n_parse_failed=0, reasons=None, cost=0.0) 
             "failed_reasons": reasons if reasons is not None else {"401 unauthorized": n_failed}, "cost_usd": cost}
 
 
-def test_failed_calls_fail_the_run(project, capsys):
+def test_failed_calls_fail_the_run(project, capsys, monkeypatch):
     lines = json.dumps([_record()])
     _study(project, "judging", "runs:\n"
                                f"  - {{name: local, notebook: probe.ipynb, parameters: {{log_lines: {lines}}}}}\n"
                                "  - {name: after, notebook: probe.ipynb, needs: [local]}\n")
-    results = runner.run_studies(["judging"], progress=False)
+    # the results of the run_studies call that `medeval run judging --quiet` makes (one execution for both checks)
+    returned = []
+
+    def run_studies(*args, **kwargs):
+        returned.append(real_run_studies(*args, **kwargs))
+        return returned[-1]
+
+    real_run_studies = runner.run_studies
+    monkeypatch.setattr(runner, "run_studies", run_studies)
+    assert cli_main(["run", "judging", "--quiet"]) == 1
+    assert "0/2 runs ok" in capsys.readouterr().out
+    [results] = returned
     local = results[0]
     assert local.status == "failed" and results[1].status == "skipped"
     assert "3 of 3 LLM calls failed" in local.error and "401 unauthorized x3" in local.error
     assert (local.calls.n_requests, local.calls.n_failed) == (3, 3)
     assert "3 LLM calls, 3 failed (401 unauthorized x3)" in local.line()
-    assert cli_main(["run", "judging", "--quiet"]) == 1
-    assert "0/2 runs ok" in capsys.readouterr().out
     assert cli_main(["run", "judging", "--quiet", "--allow-failed-calls"]) == 0
     out = capsys.readouterr().out
     assert "2/2 runs ok" in out and "3 LLM calls, 3 failed (401 unauthorized x3)" in out

@@ -7,7 +7,10 @@ the tables are checked to come from that file (its item count, its raters, its f
 """
 
 import ast
+import contextlib
+import io
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -210,12 +213,56 @@ def _csv(folder: Path, name: str) -> pd.DataFrame:
     return pd.read_csv(folder / f"{name}.csv", keep_default_na=False, na_values=[""])
 
 
+def _run_study(argv: list[str]) -> tuple[int, str]:
+    """``medeval <argv>`` in this process with the LLM cache in replay mode (no judge can be called); its exit
+    code and everything it printed."""
+    from medeval_kit.cli import main
+
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+        mp.setenv("MEDEVAL_CACHE_MODE", "replay")
+        rc = main(argv)
+    return rc, printed.getvalue()
+
+
+@pytest.fixture(scope="module")
+def agreement_run(tmp_path_factory):
+    """`medeval run agreement -p annotations_path=... -p item=... -p rater=... -p label=...` on the ratings file,
+    once for the module: its pandalm run executes agreement.ipynb (papermill) on the file with exactly the
+    parameters the notebook test gives, so the notebook test and the run test read the same execution."""
+    tmp = tmp_path_factory.mktemp("agreement_run")
+    ratings = _ratings(tmp / "ratings.csv")
+    committed = sorted((ROOT / "tables" / "agreement").iterdir())
+    stamps = {p: p.stat().st_mtime_ns for p in committed}
+    rc, printed = _run_study(["run", "agreement", "--quiet", "--out", str(tmp / "runs"), "-p",
+                              f"annotations_path={ratings}", "-p", "item=case_id", "-p", "rater=annotator", "-p",
+                              "label=grade", "-p", "humans=dr_a,dr_b,dr_c", "-p", "missing=n/a", "-p", "n_boot=20"])
+    return SimpleNamespace(rc=rc, printed=printed, runs=tmp / "runs" / "agreement", committed=committed,
+                           stamps=stamps)
+
+
+@pytest.fixture(scope="module")
+def position_bias_run(tmp_path_factory):
+    """`medeval run position_bias -p judgments_path=... ...` on the calls file, once for the module: its
+    position_bias run executes position_bias.ipynb (papermill) on the file with the parameters the notebook test
+    gives, after judging/local_pairwise (which the study needs) has analysed the same file."""
+    tmp = tmp_path_factory.mktemp("position_bias_run")
+    calls = _calls(tmp / "calls.csv")
+    rc, printed = _run_study(["run", "position_bias", "--quiet", "--out", str(tmp / "runs"), "-p",
+                              f"judgments_path={calls}", "-p", "item=case_id", "-p", "judge=model", "-p",
+                              "order=presentation", "-p", "verdict=winner", "-p", "failed=error", "-p",
+                              "data_name=my_judge", "-p", "data_title=My judge", "-p", "n_boot=20"])
+    return SimpleNamespace(rc=rc, printed=printed, runs=tmp / "runs", calls=calls)
+
+
 # --------------------------------------------------------------------------- the notebooks on the user's files
 @pytest.mark.slow
-def test_agreement_notebook_on_your_file(tmp_path, replay):
-    ratings = _ratings(tmp_path / "ratings.csv")
-    tables, figures = _execute("agreement.ipynb", tmp_path / "out", annotations_path=str(ratings), item="case_id",
-                               rater="annotator", label="grade", humans=",".join(HUMANS), missing="n/a", n_boot=20)
+@pytest.mark.xdist_group("your_data_agreement_run")
+def test_agreement_notebook_on_your_file(agreement_run):
+    """agreement.ipynb on the ratings file (annotations_path, item, rater, label, humans, missing, n_boot=20), as
+    executed by the pandalm run of `medeval run agreement` (see ``agreement_run``)."""
+    assert agreement_run.rc == 0, agreement_run.printed
+    tables, figures = agreement_run.runs / "pandalm" / "tables", agreement_run.runs / "pandalm" / "figures"
     counts = _csv(tables, "your_data_label_counts")
     assert sorted(counts["rater"]) == sorted(HUMANS + ["gpt_judge"])
     assert {"good", "fair", "poor", "<NA>"} <= set(counts.columns)  # "n/a" became a missing label, counted
@@ -248,11 +295,15 @@ def test_judging_notebook_analyses_your_judgments(tmp_path, replay):
 
 
 @pytest.mark.slow
-def test_position_bias_notebook_on_your_judgments(tmp_path, replay):
-    calls = _calls(tmp_path / "calls.csv")
-    tables, figures = _execute("position_bias.ipynb", tmp_path / "out", judgments_path=str(calls), item="case_id",
-                               judge="model", order="presentation", verdict="winner", failed="error",
-                               data_name="my_judge", data_title="My judge", n_boot=20)
+@pytest.mark.xdist_group("your_data_position_bias_run")
+def test_position_bias_notebook_on_your_judgments(position_bias_run):
+    """position_bias.ipynb on the calls file (judgments_path, item, judge, order, verdict, failed, data_name,
+    data_title, n_boot=20), as executed by the position_bias run of `medeval run position_bias` (see
+    ``position_bias_run``)."""
+    assert position_bias_run.rc == 0, position_bias_run.printed
+    calls = position_bias_run.calls
+    tables = position_bias_run.runs / "position_bias" / "position_bias" / "tables"
+    figures = position_bias_run.runs / "position_bias" / "position_bias" / "figures"
     res = _csv(tables, "my_judge_position_bias").set_index("metric")
     assert res.loc["flip_rate", "n_items"] == N_CASES - 1 and res.loc["first_slot_rate", "n_failed"] == 1
     # the first-slot rate is the share of parsed non-tie calls won by the slot shown first, from the file
@@ -448,19 +499,12 @@ def test_every_analysis_study_takes_your_data_once(study):
 
 
 @pytest.mark.slow
-def test_medeval_run_agreement_with_your_file(tmp_path, replay, capsys):
+@pytest.mark.xdist_group("your_data_agreement_run")
+def test_medeval_run_agreement_with_your_file(agreement_run):
     """`medeval run agreement -p annotations_path=... -p item=... -p rater=... -p label=...`: the pandalm run
     analyses the file (once), the other runs reproduce their bundled datasets, nothing committed is touched."""
-    from medeval_kit.cli import main
-
-    ratings = _ratings(tmp_path / "ratings.csv")
-    committed = sorted((ROOT / "tables" / "agreement").iterdir())
-    stamps = {p: p.stat().st_mtime_ns for p in committed}
-    rc = main(["run", "agreement", "--quiet", "--out", str(tmp_path / "runs"), "-p", f"annotations_path={ratings}",
-               "-p", "item=case_id", "-p", "rater=annotator", "-p", "label=grade", "-p", "humans=dr_a,dr_b,dr_c",
-               "-p", "missing=n/a", "-p", "n_boot=20"])
-    assert rc == 0, capsys.readouterr().out
-    runs = tmp_path / "runs" / "agreement"
+    assert agreement_run.rc == 0, agreement_run.printed
+    runs, committed, stamps = agreement_run.runs, agreement_run.committed, agreement_run.stamps
     mine = _csv(runs / "pandalm" / "tables", "your_data_coefficients")
     assert set(mine["n_items"]) == {N_RATED}
     assert not list((runs / "medqg_table19" / "tables").glob("your_data_*"))
@@ -471,19 +515,15 @@ def test_medeval_run_agreement_with_your_file(tmp_path, replay, capsys):
 
 
 @pytest.mark.slow
-def test_medeval_run_position_bias_with_your_file(tmp_path, replay, capsys):
+@pytest.mark.xdist_group("your_data_position_bias_run")
+def test_medeval_run_position_bias_with_your_file(position_bias_run):
     """The study needs judging/local_pairwise: with -p judgments_path both analyse the user's file, and no judge
     is called (the cache is in replay mode)."""
-    from medeval_kit.cli import main
-
-    calls = _calls(tmp_path / "calls.csv")
-    rc = main(["run", "position_bias", "--quiet", "--out", str(tmp_path / "runs"), "-p", f"judgments_path={calls}",
-               "-p", "item=case_id", "-p", "judge=model", "-p", "order=presentation", "-p", "verdict=winner",
-               "-p", "failed=error", "-p", "data_name=my_judge", "-p", "n_boot=20"])
-    assert rc == 0, capsys.readouterr().out
-    res = _csv(tmp_path / "runs" / "position_bias" / "position_bias" / "tables", "my_judge_position_bias")
+    assert position_bias_run.rc == 0, position_bias_run.printed
+    runs = position_bias_run.runs
+    res = _csv(runs / "position_bias" / "position_bias" / "tables", "my_judge_position_bias")
     assert res.loc[res["metric"] == "flip_rate", "n_items"].iloc[0] == N_CASES - 1
-    judged = _csv(tmp_path / "runs" / "judging" / "local_pairwise" / "tables", "judgments")
+    judged = _csv(runs / "judging" / "local_pairwise" / "tables", "judgments")
     assert len(judged) == 2 * N_CASES
 
 

@@ -44,9 +44,10 @@ API_PAGES: dict[str, tuple[str, tuple[str, ...], str]] = {
     "overview": ("overview", ("medeval_kit.overview",), "Dataset descriptions."),
     "retrieval": ("embed and retrieve", ("medeval_kit.embed", "medeval_kit.retrieve"), "Embeddings and few-shot retrieval."),
     "ground": (
-        "schemas, results, tables, errors, paths",
-        ("medeval_kit.schemas", "medeval_kit.results", "medeval_kit.tables", "medeval_kit.errors", "medeval_kit.paths"),
-        "The ground layer: tidy tables, the result contract, writers, exceptions, the one root resolver.",
+        "schemas, results, tables, errors, paths, json_schema",
+        ("medeval_kit.schemas", "medeval_kit.results", "medeval_kit.tables", "medeval_kit.errors", "medeval_kit.paths",
+         "medeval_kit.json_schema"),
+        "The ground layer: tidy tables, the result contract, writers, exceptions, the one root resolver, JSON Schema.",
     ),
     "conventions": (
         "columns, docstrings, deprecation",

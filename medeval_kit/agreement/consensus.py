@@ -18,7 +18,7 @@ from medeval_kit.docstrings import shared_docs
 from medeval_kit.results import RESULT_COLUMNS
 from medeval_kit.stats import interval
 
-__all__ = ["RULES", "TIE_POLICIES", "vote", "abstain_codes", "majority_vote", "ensembles"]
+__all__ = ["RULES", "TIE_POLICIES", "vote", "vote_counts", "abstain_codes", "majority_vote", "ensembles"]
 
 RULES = ("plurality", "strict")
 TIE_POLICIES = ("na", "first", "random")
@@ -27,7 +27,15 @@ _NAN = float("nan")
 
 def vote(codes: np.ndarray, K: int, rule: str, tie_policy: str, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Consensus code per item (-1 = none), votes cast and the top count."""
-    N = count_matrix(codes, K)
+    return vote_counts(count_matrix(codes, K), rule, tie_policy, rng)
+
+
+def vote_counts(N: np.ndarray, rule: str, tie_policy: str, rng) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`vote` on per-item label counts ``N`` (n, K): consensus code (-1 = none), votes cast, top count.
+
+    Each row is decided alone (``tie_policy="random"`` draws from ``rng`` for the tied rows, in order).
+    """
+    K = N.shape[1]
     n = N.sum(1)
     top = N.max(1) if K else np.zeros(len(N))
     winners = top[:, None] == N

@@ -201,7 +201,8 @@ def judge_vs_humans(
         sides, details, how = _loo(codes, data.K, H, J, humans, judges, metric, weights, rule, tie_policy, average,
                                    rng)
     else:
-        sides, details, how = _pooled(codes, data.K, H, J, judges, metric, weights, pair_weights)
+        sides, rows, how = _pooled(codes, data.K, H, J, judges, metric, weights, pair_weights)
+        details = pd.DataFrame(rows)
     ci_method = (f"bootstrap percentile over items (B={n_boot}, seed={seed}); paired for delta" if n_boot else "")
     table = _assemble(sides, judges, design, metric, margin, n_boot, confidence, seed, how)
     table["ci_method"] = ci_method
@@ -352,7 +353,10 @@ def _loo(codes, K, H, J, humans, judges, metric, weights, rule, tie_policy, aver
 
 
 def _pooled(codes, K, H, J, judges, metric, weights, pair_weights):
-    """Pooled pairs: symmetrised human-human and judge-human contingency tables per item."""
+    """Pooled pairs: symmetrised human-human and judge-human contingency tables per item.
+
+    Returns the sides, the rows of the details table (a list of dicts) and ``"pairs"``.
+    """
     N = count_matrix(codes[:, H], K)
     m = N.sum(1)
     ok = m >= 2
@@ -376,10 +380,21 @@ def _pooled(codes, K, H, J, judges, metric, weights, pair_weights):
         sides[name] = dict(stat=Stat(jh * w_j[:, None], fn, n_j), ref=Stat(hh * np.where(use, w_h, 0.0)[:, None], fn, n_j),
                            n_pairs=int(m[use].sum()), n_ties=0, note=note, n_humans=len(H))
         rows.append(dict(human=f"{name} vs humans", n_items=n_j, n_pairs=int(m[use].sum())))
-    return sides, pd.DataFrame(rows), "pairs"
+    return sides, rows, "pairs"
 
 
 # --------------------------------------------------------------------------- the table
+
+
+def delta_interval(d: np.ndarray, confidence: float) -> tuple[float, float]:
+    """Δ's percentile CI from its paired replicates ``d`` (non-finite ones dropped); NaN with fewer than two.
+
+    What :func:`verdict_columns` puts in ``delta_ci_low`` / ``delta_ci_high`` (also used by the
+    equal-noise simulation, :mod:`medeval_kit.agreement.coverage`).
+    """
+    d = np.asarray(d, float)
+    d = d[np.isfinite(d)]
+    return percentile_interval(d, confidence=confidence) if len(d) >= 2 else (_NAN, _NAN)
 
 
 def verdict_columns(row: dict, d: np.ndarray | None, n_boot: int, confidence: float, margin: float) -> None:
@@ -391,7 +406,7 @@ def verdict_columns(row: dict, d: np.ndarray | None, n_boot: int, confidence: fl
     d = np.asarray([] if d is None else d, float)
     d = d[np.isfinite(d)]
     if len(d) >= 2:
-        row["delta_ci_low"], row["delta_ci_high"] = percentile_interval(d, confidence=confidence)
+        row["delta_ci_low"], row["delta_ci_high"] = delta_interval(d, confidence)
         row["p_value"] = paired_p_values(d, margin)["p_value"]
     v = noninferiority_verdict(d, row.get("delta", _NAN), margin, confidence, int(row.get("n_items") or 0),
                                n_boot=n_boot)

@@ -174,8 +174,17 @@ def truth_annotations(judgments: pd.DataFrame, *, truth: str = "true_winner", it
 
 # =========================================================================== weights per method
 def _onehot(labels: pd.Series) -> np.ndarray:
-    lab = labels.map(lambda v: _TO_CAT.get(v) if isinstance(v, str) else None)
-    return np.stack([lab.eq(c).to_numpy(float) for c in CATEGORIES], axis=1)
+    """(n, 3) one-hots over A/B/tie (``neither`` is tie); a row of zeros for anything else (NA, other text).
+
+    An object column (what :func:`calibrate` and :func:`reference_labels` give) is matched vectorised: a
+    value counts only when it is a string equal to one of ``_TO_CAT``'s keys. Other dtypes are mapped value
+    by value, as before."""
+    labels = pd.Series(labels)
+    if labels.dtype != object:
+        lab = labels.map(lambda v: _TO_CAT.get(v) if isinstance(v, str) else None)
+        return np.stack([lab.eq(c).to_numpy(float) for c in CATEGORIES], axis=1)
+    return np.stack([labels.isin([k for k, v in _TO_CAT.items() if v == c]).to_numpy(float) for c in CATEGORIES],
+                    axis=1).reshape(len(labels), len(CATEGORIES))
 
 
 def _method_weights(g: pd.DataFrame, method: str, reviewed: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -198,8 +207,10 @@ _QUEUE_DIGITS = 12
 
 
 def _rounded(x: np.ndarray, digits: int = _QUEUE_DIGITS) -> np.ndarray:
-    """``x`` rounded to ``digits`` significant digits (inf and NaN kept)."""
-    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(x, float)])
+    """``x`` rounded to ``digits`` significant digits (inf and NaN kept); each distinct value formatted once."""
+    x = np.asarray(x, float).ravel()
+    uniq, inverse = np.unique(x, return_inverse=True)
+    return np.array([float(f"{v:.{digits}g}") for v in uniq], dtype=float)[inverse.ravel()]
 
 
 def _queue_order(g: pd.DataFrame) -> np.ndarray:

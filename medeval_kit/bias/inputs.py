@@ -378,6 +378,34 @@ def check_pairwise(df: pd.DataFrame, *, source: str | None = None, columns: Colu
     return d
 
 
+def _unique_mode(df: pd.DataFrame, keys: list[str], value: str) -> pd.Series:
+    """Per ``keys`` group: the mode of ``value`` when one value is most frequent, else 0.0 (NaN ignored).
+
+    What ``groupby(keys)[value].agg(lambda v: float(v.mode().iloc[0]) if len(v.mode()) == 1 else 0.0)``
+    gives, with counts instead of a Python call per group.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The rows.
+    keys : list of str
+        The group columns.
+    value : str
+        The numeric column.
+
+    Returns
+    -------
+    Series
+        Float, indexed by the groups (sorted, as ``groupby`` orders them).
+    """
+    groups = df.groupby(keys).size().index
+    counts = df.dropna(subset=[value]).groupby([*keys, value]).size().rename("_n").reset_index()
+    top = counts[counts["_n"] == counts.groupby(keys)["_n"].transform("max")]
+    winners = top.groupby(keys)[value].agg(["size", "first"])
+    mode = pd.Series(np.where(winners["size"] == 1, winners["first"].astype(float), 0.0), index=winners.index)
+    return mode.reindex(groups, fill_value=0.0).astype(float).rename(value)
+
+
 @shared_docs
 @takes_columns("item", "rater", "criterion", "label", "len_a", "len_b")
 def pairwise_from_annotations(
@@ -432,8 +460,7 @@ def pairwise_from_annotations(
     if reference_raters:
         ref = d[d["judge"].isin(list(reference_raters)) & d["verdict"].notna()]
         code = ref["verdict"].map({"A": 1.0, "B": -1.0, "tie": 0.0, "neither": 0.0})
-        maj = ref.assign(_c=code).groupby(["item", "criterion"])["_c"].agg(
-            lambda v: float(v.mode().iloc[0]) if len(v.mode()) == 1 else 0.0)
+        maj = _unique_mode(ref.assign(_c=code), ["item", "criterion"], "_c")
         d = d.merge(maj.rename("reference_pref").reset_index(), on=["item", "criterion"], how="left")
     if lengths is not None:
         ln = lengths.assign(item=lambda x: x["item"].astype(str))

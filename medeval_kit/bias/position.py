@@ -218,13 +218,37 @@ def _metric_specs(g: pd.DataFrame, items: pd.Index) -> tuple[list[tuple], dict[s
     return specs, {**pair, "failed": c["failed"], "pair_ok": pair_ok}
 
 
+def _draw_counts(draws: np.ndarray, n: int) -> np.ndarray:
+    """(n_boot, n) float matrix: how often each item is drawn in each replicate of ``draws``."""
+    nb = draws.shape[0]
+    flat = (np.arange(nb)[:, None] * n + draws).ravel()
+    return np.bincount(flat, minlength=nb * n).reshape(nb, n).astype(float)
+
+
+def _whole(x: np.ndarray) -> bool:
+    """Every value a whole number small enough that sums of products stay exact in float64."""
+    return bool(np.all(np.isfinite(x)) and np.all(x == np.round(x)) and np.abs(x).sum() < 2.0 ** 40)
+
+
+def _replicate_sums(x: np.ndarray, draws: np.ndarray, counts: np.ndarray | None) -> np.ndarray:
+    """Per replicate, the sum of ``x`` over the drawn items: ``x[draws].sum(1)``.
+
+    With ``counts`` (:func:`_draw_counts`) and whole-number ``x`` (the counts every metric here sums) it is
+    ``counts @ x``: every partial sum is a whole number below 2**53, so both give the same floats."""
+    if counts is not None and _whole(x):
+        return counts @ x
+    return x[draws].sum(1)
+
+
 def _ratio_interval(num: np.ndarray, den: np.ndarray, draws: np.ndarray | None, n_boot: int,
-                    confidence: float) -> tuple[float, float, str]:
-    """(low, high, ci_method) of sum(num) / sum(den): item bootstrap when ``draws``, else exact."""
+                    confidence: float, counts: np.ndarray | None = None) -> tuple[float, float, str]:
+    """(low, high, ci_method) of sum(num) / sum(den): item bootstrap when ``draws``, else exact.
+
+    ``counts`` (:func:`_draw_counts` of ``draws``) sums whole-number replicates as one matrix product."""
     k, m = float(num.sum()), float(den.sum())
     if draws is None:
         return (*proportion_ci(int(round(k)), int(m), confidence=confidence), EXACT)
-    bn, bd = num[draws].sum(1), den[draws].sum(1)
+    bn, bd = _replicate_sums(num, draws, counts), _replicate_sums(den, draws, counts)
     with np.errstate(invalid="ignore", divide="ignore"):
         low, high = percentile_interval(np.where(bd > 0, bn / np.where(bd > 0, bd, 1), np.nan), confidence=confidence)
     if m and low == high:  # degenerate bootstrap (e.g. every call first): fall back to exact
@@ -257,10 +281,11 @@ def _position_group(g: pd.DataFrame, j, c, n_boot: int, rng, confidence: float) 
     specs, extra = _metric_specs(g, items)
     n_pairs = int(extra["pair_ok"].sum())
     draws = item_draws(n, n_boot, rng) if n_boot and n else None
+    counts = _draw_counts(draws, n) if draws is not None else None
     rows = []
     for metric, num, den, unit in specs:
         k, m = float(num.sum()), float(den.sum())
-        low, high, ci_method = _ratio_interval(num, den, draws, n_boot, confidence)
+        low, high, ci_method = _ratio_interval(num, den, draws, n_boot, confidence, counts)
         p, test = _metric_test(metric, k, m, extra["same_second"])
         rows.append({"judge": j, "criterion": c, "metric": metric, "estimate": k / m if m else float("nan"),
                      "ci_low": low, "ci_high": high, "ci_method": ci_method,

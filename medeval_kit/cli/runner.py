@@ -387,13 +387,21 @@ def _prepare(runs: list[Run], by_id: Mapping[str, Run], overrides: dict[str, Any
     return prepared, refs, declared_of
 
 
-def share_cores(jobs: int) -> str:
-    """Set ``MEDEVAL_LOCAL_THREADS`` to cores / ``jobs`` unless the user set it; return its value.
+THREAD_VARIABLES = ("MEDEVAL_LOCAL_THREADS", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""Thread counts :func:`share_cores` sets for the kernels (numba's, NUMBA_NUM_THREADS, is left alone)."""
 
-    Parallel runs share the cores: each embedded llama.cpp model gets its share (its threads spin while
-    they wait, so oversubscribed cores slow every run several-fold).
+
+def share_cores(jobs: int) -> str:
+    """Set each of :data:`THREAD_VARIABLES` to cores / ``jobs`` unless the user set it; return the share.
+
+    Parallel runs share the cores: each embedded llama.cpp model, BLAS and OpenMP pool gets its share (their
+    threads spin while they wait, so oversubscribed cores slow every run several-fold). The committed
+    outputs do not depend on these counts (``.ci/run`` checks it with other values).
     """
-    return os.environ.setdefault("MEDEVAL_LOCAL_THREADS", str(max(1, (os.cpu_count() or 1) // max(1, jobs))))
+    share = str(max(1, (os.cpu_count() or 1) // max(1, jobs)))
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, share)
+    return os.environ["MEDEVAL_LOCAL_THREADS"]
 
 
 def run_studies(
@@ -452,8 +460,11 @@ def _execute_all(runs: list[Run], by_id: Mapping[str, Run], prepared: Mapping[st
     bar = tqdm(total=len(runs), desc="studies", unit="run", disable=not progress, file=sys.stderr)
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
         active = {}
+        # longest first (by the previous run's time, when there is one): two long runs started last would
+        # leave one core idle at the end
+        guess = {rid: _previous_seconds(r, out) for rid, r in pending.items()}
         while pending or active:
-            for rid, r in list(pending.items()):
+            for rid, r in sorted(pending.items(), key=lambda kv: -guess[kv[0]]):
                 deps = _deps(r)
                 bad = [d for d in deps if d in results and results[d].status != "ok"]
                 if bad:
@@ -488,6 +499,17 @@ def _execute_all(runs: list[Run], by_id: Mapping[str, Run], prepared: Mapping[st
     return results
 
 
+def _previous_seconds(run: Run, out) -> float:
+    """The wall time papermill recorded for this run's last execution (0 when there is none)."""
+    import json
+
+    try:
+        nb = json.loads((run_folder(run, out) / f"{run.name}.ipynb").read_text(encoding="utf-8"))
+        return float(nb["metadata"]["papermill"]["duration"] or 0.0)
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
 def _result(run: Run, nb_out: Path, secs: float, cell: int | None, err: str, *, allow_failed_calls: bool,
             root: Path) -> RunResult:
     """The result of an executed run, with its LLM calls; calls that got no reply fail it unless allowed."""
@@ -500,6 +522,47 @@ def _result(run: Run, nb_out: Path, secs: float, cell: int | None, err: str, *, 
 
 
 # --------------------------------------------------------------------------- CLI
+
+
+def slowest_cells(results: Sequence[RunResult], n: int = 5) -> list[tuple[float, str, int, str]]:
+    """Return the ``n`` slowest cells of the executed runs: (seconds, run id, cell index, first code line).
+
+    Read from the executed notebooks' papermill metadata, so it costs nothing during the run.
+
+    Parameters
+    ----------
+    results : sequence of RunResult
+        What :func:`run_studies` returned.
+    n : int, default 5
+        How many cells.
+
+    Returns
+    -------
+    list of tuple
+        Slowest first.
+
+    Example
+    -------
+    >>> slowest_cells([])
+    []
+    """
+    import json
+
+    cells = []
+    for res in results:
+        if res.status != "ok" or not res.output:
+            continue
+        path = Path(res.output) if Path(res.output).is_absolute() else project_root() / res.output
+        try:
+            nb = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        for i, cell in enumerate(nb.get("cells", [])):
+            secs = (cell.get("metadata", {}).get("papermill") or {}).get("duration")
+            if cell.get("cell_type") == "code" and isinstance(secs, (int, float)):
+                src = "".join(cell.get("source", "")).strip().splitlines()
+                cells.append((float(secs), res.run.id, i, src[0][:60] if src else ""))
+    return sorted(cells, key=lambda c: (-c[0], c[1], c[2]))[:n]
 
 
 def run_notebook(notebook: str | Path, overrides: Mapping[str, Any] | None = None, *, name: str | None = None,
@@ -568,6 +631,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for r in results:
         if r.status != "ok" or r.calls.n_failed:
             print(r.line())
+    slow = slowest_cells(results)
+    if slow:
+        print("slowest cells:")
+        for secs, rid, cell, line in slow:
+            print(f"  {secs:6.1f}s  {rid} cell {cell}: {line}")
     spend = spend_line(run_id, cap)
     if spend:
         print(spend)

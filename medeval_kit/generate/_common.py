@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import warnings
@@ -24,11 +25,80 @@ __all__ = [
     "schema_token_budget",
     "DEFAULT_MODEL",
     "legacy_keywords",
+    "cached_retriever",
+    "retriever_query",
 ]
 
 LETTERS = "ABCDEFGHIJ"
 DEFAULT_MODEL = "local/smollm2-135m"
 """The LLM a generation function uses when ``model`` is not given (offline, bundled)."""
+
+
+_RETRIEVERS: dict[tuple, Any] = {}
+
+
+def cached_retriever(key: tuple, build: Callable[[], Any]) -> Any:
+    """A fitted retriever over bundled data, fitted once per process and ``key``; a shallow copy each call.
+
+    Refitting the returned copy rebinds its own attributes and leaves the cached fit alone; querying
+    never mutates it.
+
+    Parameters
+    ----------
+    key : tuple
+        What identifies the fit (function, method, data folder).
+    build : callable
+        Returns the fitted retriever.
+
+    Returns
+    -------
+    Retriever
+        A copy of the cached fit.
+    """
+    if key not in _RETRIEVERS:
+        _RETRIEVERS[key] = build()
+    out = copy.copy(_RETRIEVERS[key])
+    out._medeval_fit = key
+    return out
+
+
+_QUERIES: dict[tuple, Any] = {}
+_MAX_QUERIES = 4096
+
+
+def retriever_query(retriever, query: str, k: int, exclude: Sequence | None = None):
+    """``retriever.query(query, k=k, exclude=exclude)``, remembered for the fits of :func:`cached_retriever`.
+
+    The runs of one notebook repeat their retrievals (the two stopping rules share every INIT call), so a
+    copy that still holds the cached fit (every attribute the same object) answers from memory; any other
+    retriever, or a copy refitted since, is queried as it is.
+
+    Parameters
+    ----------
+    retriever : Retriever
+        A fitted retriever.
+    query : str
+        The query text.
+    k : int
+        Rows to return.
+    exclude : sequence, optional
+        Ids whose rows are dropped.
+
+    Returns
+    -------
+    DataFrame
+        The hits (a copy the caller may change).
+    """
+    key = getattr(retriever, "_medeval_fit", None)
+    fit = _RETRIEVERS.get(key) if key is not None else None
+    if fit is None or any(v is not fit.__dict__.get(a) for a, v in vars(retriever).items() if a != "_medeval_fit"):
+        return retriever.query(query, k=k, exclude=exclude)
+    memo = (key, query, int(k), None if exclude is None else tuple(exclude))
+    if memo not in _QUERIES:
+        if len(_QUERIES) >= _MAX_QUERIES:
+            _QUERIES.clear()
+        _QUERIES[memo] = retriever.query(query, k=k, exclude=exclude)
+    return _QUERIES[memo].copy()
 
 
 def legacy_keywords(**renames: str) -> Callable:

@@ -34,10 +34,12 @@ from medeval_kit.docstrings import shared_docs
 from medeval_kit.generate._common import (
     DEFAULT_MODEL,
     GenerationError,
+    cached_retriever,
     derived_seed,
     dumps,
     legacy_keywords,
     resolve_client,
+    retriever_query,
     run_prompt,
     shuffle_options,
     truncate,
@@ -88,8 +90,16 @@ def build_fewshot_bank(*, method: str = "bm25"):
     Returns
     -------
     Retriever
-        Fitted on the question stem, topic and keypoint, with ``note`` as the id.
+        Fitted on the question stem, topic and keypoint, with ``note`` as the id; fitted once per process
+        and method (each call returns a copy of that fit).
     """
+    from medeval_kit.paths import data_dir
+
+    return cached_retriever(("fewshot_bank", method, str(data_dir())), lambda: _fit_fewshot_bank(method))
+
+
+def _fit_fewshot_bank(method: str):
+    """Fit the retriever of :func:`build_fewshot_bank`."""
     from medeval_kit.datasets import load_medqg_questions
     from medeval_kit.retrieve import Retriever
 
@@ -102,7 +112,7 @@ def build_fewshot_bank(*, method: str = "bm25"):
 def _examples(retriever, query: str, note: str, k: int, fields: Sequence[str], max_chars: int) -> str:
     if retriever is None or k <= 0:
         return "(none)"
-    hits = retriever.query(query, k=k, exclude=[note])
+    hits = retriever_query(retriever, query, k, exclude=[note])
     blocks = []
     for j, h in hits.iterrows():
         parts = []

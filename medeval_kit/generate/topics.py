@@ -32,8 +32,10 @@ from medeval_kit.docstrings import shared_docs
 from medeval_kit.generate._common import (
     DEFAULT_MODEL,
     GenerationError,
+    cached_retriever,
     legacy_keywords,
     resolve_client,
+    retriever_query,
     run_prompt,
     truncate,
 )
@@ -136,7 +138,17 @@ def build_outline_retriever(*, method: str = "bm25", path=None):
     -------
     Retriever
         Fitted on ``concept`` and ``section``; ``query`` returns rows with ``concept`` and ``section``.
+        The bundled outline is fitted once per process and method (each call returns a copy of that fit).
     """
+    if path is None:
+        from medeval_kit.paths import data_dir
+
+        return cached_retriever(("outline", method, str(data_dir())), lambda: _fit_outline(method, None))
+    return _fit_outline(method, path)
+
+
+def _fit_outline(method: str, path):
+    """Fit the retriever of :func:`build_outline_retriever`."""
     from medeval_kit.retrieve import Retriever
 
     bank = load_content_outline(path)
@@ -192,16 +204,57 @@ def match_topic(text, checklist: pd.DataFrame) -> int | None:
     >>> match_topic("Underlying  processes/pathways.", load_topic_checklist())
     2
     """
-    norm = normalize_text(text)
-    if not norm:
-        return None
-    keys = [normalize_text(t) for t in checklist["topic"]]
-    if norm in keys:
-        return int(checklist["topic_id"].iloc[keys.index(norm)])
-    squash = norm.replace(" ", "")
-    ratios = [difflib.SequenceMatcher(None, squash, k.replace(" ", "")).ratio() for k in keys]
-    best = int(np.argmax(ratios))
-    return int(checklist["topic_id"].iloc[best]) if ratios[best] >= _TOPIC_MATCH_RATIO else None
+    return _matcher(checklist)(text)
+
+
+_MATCHERS: dict[tuple, _TopicMatcher] = {}
+
+
+def _matcher(checklist: pd.DataFrame) -> _TopicMatcher:
+    """The :class:`_TopicMatcher` of a checklist, one per distinct (topic_id, topic) content."""
+    key = (tuple(checklist["topic_id"].tolist()), tuple(checklist["topic"].tolist()))
+    if key not in _MATCHERS:
+        if len(_MATCHERS) >= 16:
+            _MATCHERS.clear()
+        _MATCHERS[key] = _TopicMatcher(checklist)
+    return _MATCHERS[key]
+
+
+class _TopicMatcher:
+    """:func:`match_topic` against one checklist, its keys normalized once and every answer remembered.
+
+    Parameters
+    ----------
+    checklist : DataFrame
+        ``topic_id`` and ``topic`` (:func:`load_topic_checklist`).
+    """
+
+    def __init__(self, checklist: pd.DataFrame) -> None:
+        self.keys = [normalize_text(t) for t in checklist["topic"]]
+        self.squashed = [k.replace(" ", "") for k in self.keys]
+        self.ids = checklist["topic_id"].tolist()
+        self.first = {}
+        for pos, k in enumerate(self.keys):
+            self.first.setdefault(k, pos)
+        self.memo: dict[str, int | None] = {}
+
+    def __call__(self, text) -> int | None:
+        """The checklist ``topic_id`` of ``text``, or None (as :func:`match_topic`)."""
+        key = str(text)
+        if key not in self.memo:
+            self.memo[key] = self._match(text)
+        return self.memo[key]
+
+    def _match(self, text) -> int | None:
+        norm = normalize_text(text)
+        if not norm:
+            return None
+        if norm in self.first:
+            return int(self.ids[self.first[norm]])
+        squash = norm.replace(" ", "")
+        ratios = [difflib.SequenceMatcher(None, squash, k).ratio() for k in self.squashed]
+        best = int(np.argmax(ratios))
+        return int(self.ids[best]) if ratios[best] >= _TOPIC_MATCH_RATIO else None
 
 
 def topics_schema(checklist: pd.DataFrame, max_topics: int = 5) -> dict:
@@ -313,6 +366,7 @@ def select_topics(notes: pd.DataFrame, *, model: str | None = None, client=None,
                       progress=progress, desc="stage 0 topics",
                       metadata=[{"item": c, "stage": "stage0_topics"} for c in nts[case]])
     by_id = cl.set_index("topic_id")["topic"]
+    match = _matcher(cl)
     rows, calls = [], []
     for c, rec in zip(nts[case], recs):
         calls.append({"case": c, "stage": "stage0_topics", **{k: v for k, v in rec.items() if k != "parsed"}})
@@ -323,7 +377,7 @@ def select_topics(notes: pd.DataFrame, *, model: str | None = None, client=None,
             continue
         seen: set[int] = set()
         for r, raw in enumerate(got, start=1):
-            tid = match_topic(raw, cl)
+            tid = match(raw)
             status = ("off_list" if tid is None else "duplicate" if tid in seen
                       else "over_limit" if len(seen) >= max_topics else "ok")
             if status == "ok":
@@ -376,7 +430,7 @@ def write_test_points(topics: pd.DataFrame, notes: pd.DataFrame, *, model: str |
     retriever = build_outline_retriever() if retriever is None else retriever
     concept_lists = []
     for c, t in zip(ok["case"], ok["topic"]):
-        hits = retriever.query(f"{t} {truncate(text[c], 1500)}", k=int(k_concepts)) if k_concepts > 0 else None
+        hits = retriever_query(retriever, f"{t} {truncate(text[c], 1500)}", int(k_concepts)) if k_concepts > 0 else None
         concept_lists.append([] if hits is None else [f"{h['concept']} ({h['section']})" for _, h in hits.iterrows()])
     variables = [{"clinical_note": truncate(text[c], max_note_chars), "topic": t,
                   "concepts": "\n".join(f"- {x}" for x in cs) or "(none)"}
@@ -559,6 +613,14 @@ def bundled_machine_topics(human: pd.DataFrame | None = None) -> pd.DataFrame:
     return m.loc[m["case"].notna(), ["case", "topic", "keypoint"]].reset_index(drop=True)
 
 
+def _by_case(df: pd.DataFrame, col: str) -> dict:
+    """``{case: list of df[col] in row order}``: what ``df.loc[df["case"] == c, col]`` gives, for every case."""
+    out: dict = {}
+    for c, v in zip(df["case"], df[col]):
+        out.setdefault(c, []).append(v)
+    return out
+
+
 def _kp_match(m: str, hs: Sequence[str], how: str) -> bool:
     if how == "exact":
         return m in hs
@@ -629,14 +691,15 @@ def topic_overlap(machine: pd.DataFrame, human: pd.DataFrame, *, source: str = "
     m = m_all.dropna(subset=["topic"])
     n_failed_topics = len(m_all) - len(m)
     h = human[human["case"].isin(cases)]
-    canon = (lambda s: match_topic(s, cl))
+    canon = _matcher(cl)
+    m_topics, h_topics = _by_case(m, "topic"), _by_case(h, "topic")
     rows = []
     for how in ("exact", "normalized"):
         key = (lambda s: " ".join(str(s).split())) if how == "exact" else canon
         num_p, den_p, num_r, den_r = [], [], [], []
         for c in cases:
-            ms = {key(t) for t in m.loc[m["case"] == c, "topic"]} - {None}
-            hs = {key(t) for t in h.loc[h["case"] == c, "topic"]} - {None}
+            ms = {key(t) for t in m_topics.get(c, [])} - {None}
+            hs = {key(t) for t in h_topics.get(c, [])} - {None}
             num_p.append(len(ms & hs))
             den_p.append(len(ms))
             num_r.append(len(ms & hs))
@@ -648,11 +711,12 @@ def topic_overlap(machine: pd.DataFrame, human: pd.DataFrame, *, source: str = "
                                    n_notes=len(cases)))
     mk_all = m_all
     mk = mk_all.dropna(subset=["keypoint"])
+    h_points, m_points = _by_case(h.dropna(subset=["keypoint"]), "keypoint"), _by_case(mk, "keypoint")
     for how in ("exact", "normalized", "contains"):
         num, den = [], []
         for c in cases:
-            hs = [str(x) for x in h.loc[h["case"] == c, "keypoint"].dropna()]
-            ks = [str(x) for x in mk.loc[mk["case"] == c, "keypoint"]]
+            hs = [str(x) for x in h_points.get(c, [])]
+            ks = [str(x) for x in m_points.get(c, [])]
             num.append(sum(_kp_match(k, hs, how) for k in ks))
             den.append(len(ks))
         est, ci = _ratio_ci(np.array(num, float), np.array(den, float), n_boot, seed)

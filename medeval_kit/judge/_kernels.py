@@ -18,16 +18,20 @@ per-task winners are merged in lexicographic task order, so results do not depen
 
 from __future__ import annotations
 
+import math
 import time
 
 import numba as nb
 import numpy as np
 
-__all__ = ["exhaustive_best", "warm_up", "fits", "COMPILE", "MAX_ITEMS"]
+__all__ = ["exhaustive_best", "warm_up", "fits", "COMPILE", "MAX_ITEMS", "SERIAL_SUBSETS"]
 
 MAX_ITEMS = 50_000
 """Most items the compiled search takes (kappa's numerator x denominator must fit in int64)."""
 _WIDE = 21  # bits per count field without groups: three fields (A, B, tie) per int64
+SERIAL_SUBSETS = 1_000_000
+"""Searches over fewer subsets run on one thread (waking the thread team costs more than it saves,
+most of all on a busy machine); larger ones use numba's threads."""
 
 COMPILE: dict[str, float] = {}
 """Seconds of the first call in this process (compile, or load from numba's on-disk cache)."""
@@ -85,6 +89,11 @@ def _stats(vA, vB, vT, pA, pB, pT, nA, nB, nT):
 def _record(t, size, av, ap, an, G, w, C, combo, last, rec, best):
     """Unpack the counts per group and offer the subset to every view (all items; all but group g)."""
     f = (1 << w) - 1
+    if G == 1:  # no groups (an in-sample search): one view, no per-group table
+        num, den, a, N = _stats(av & f, (av >> w) & f, (av >> (2 * w)) & f, ap & f, (ap >> w) & f,
+                                (ap >> (2 * w)) & f, an & f, (an >> w) & f, (an >> (2 * w)) & f)
+        _offer(0, t, size, num, den, a, N, combo, last, rec, best)
+        return
     vA = vB = vT = pA = pB = pT = nA = nB = nT = 0
     for g in range(G):
         sh = 3 * w * g
@@ -108,8 +117,6 @@ def _record(t, size, av, ap, an, G, w, C, combo, last, rec, best):
         nT += C[g, 8]
     num, den, a, N = _stats(vA, vB, vT, pA, pB, pT, nA, nB, nT)
     _offer(0, t, size, num, den, a, N, combo, last, rec, best)
-    if G == 1:
-        return
     for g in range(G):
         num, den, a, N = _stats(vA - C[g, 0], vB - C[g, 1], vT - C[g, 2], pA - C[g, 3], pB - C[g, 4],
                                 pT - C[g, 5], nA - C[g, 6], nB - C[g, 7], nT - C[g, 8])
@@ -260,10 +267,66 @@ def exhaustive_best(D: np.ndarray, M: np.ndarray, human: np.ndarray, max_k: int,
     items; 1 + g: all but group g), size and objective (0 kappa, 1 agreement), and ``combos``
     (views, max_k, 2, max_k): its aspect indices, padded with -1. A size whose every subset has an
     undefined objective keeps its first subset.
+
+    Aspects that are 0 on every item (scored, no difference) change no sum: the kernel enumerates
+    only the other aspects and :func:`_pad_zero_aspects` rebuilds the full answer exactly (same
+    winners, same ties), so a rubric with many constant aspects costs what its informative ones cost.
     """
     n, p = D.shape
     if n > MAX_ITEMS:
         raise ValueError(f"the compiled search takes at most {MAX_ITEMS:,} items; got {n:,}")
+    M = np.asarray(M, dtype=bool)
+    zero = ~M.any(axis=0) & ~(np.where(M, 0.0, D) != 0).any(axis=0) if n else np.zeros(p, dtype=bool)
+    if zero.any():
+        return _pad_zero_aspects(D, M, human, int(min(max_k, p)), tol, groups, zero)
+    return _exhaustive_best(D, M, human, max_k, tol, groups)
+
+
+def _pad_zero_aspects(D, M, human, max_k, tol, groups, zero):
+    """:func:`exhaustive_best` when the aspects in ``zero`` are 0 on every item.
+
+    A subset S = A + Z (A informative, Z zero aspects) has the sums, so the counts, of A. The best
+    subset of size k is therefore the best over j of the informative search's winner of size j padded
+    with the first k - j zero aspects (for a fixed j that padding keeps the lexicographic order of
+    the informative subsets, so the informative winner padded is the first winner of its kind);
+    candidates are compared in lexicographic order of the padded subsets with the kernel's rule
+    (:func:`_offer`: strictly better replaces), which is the full search's first maximum.
+    """
+    n, p = D.shape
+    nz, zc = np.flatnonzero(~zero), np.flatnonzero(zero)
+    g = np.zeros(n, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
+    G = int(g.max()) + 1 if n else 1
+    V = 1 if G == 1 else G + 1
+    rows = [np.ones(n, dtype=bool)] + ([g != r for r in range(G)] if V > 1 else [])  # the views' items
+    if len(nz):
+        sub_counts, sub_combos = _exhaustive_best(D[:, nz], M[:, nz], human, min(max_k, len(nz)), tol, groups)
+    X = np.where(M, np.nan, D)
+    out = np.zeros((V, max_k, 2, 4), dtype=np.int64)
+    won = np.full((V, max_k, 2, max_k), -1, dtype=np.int64)
+    for r in range(V):
+        empty = _counts(np.zeros(int(rows[r].sum())), human[rows[r]], tol)  # no informative aspect: all ties
+        for k in range(1, max_k + 1):
+            for o in range(2):
+                cands = []  # (padded subset, counts) per informative size j
+                for j in range(max(0, k - len(zc)), min(k, len(nz)) + 1):
+                    cnt = empty if j == 0 else tuple(int(x) for x in sub_counts[r, j - 1, o])
+                    sub = [] if j == 0 else [int(nz[c]) for c in sub_combos[r, j - 1, o, :j]]
+                    cands.append((tuple(sorted(sub + [int(c) for c in zc[:k - j]])), cnt))
+                bx, by, best = -1, 0, None
+                for combo, cnt in sorted(cands):
+                    x, y = (cnt[0], cnt[1]) if o == 0 else (cnt[2], cnt[3])
+                    if x * by > bx * y:
+                        bx, by, best = x, y, (combo, cnt)
+                if best is None:  # no defined value: the first subset stands, as in the kernel
+                    best = (tuple(range(k)), _counts(X[rows[r]][:, :k].sum(axis=1), human[rows[r]], tol))
+                won[r, k - 1, o, :k] = best[0]
+                out[r, k - 1, o] = best[1]
+    return out, won
+
+
+def _exhaustive_best(D, M, human, max_k, tol, groups=None):
+    """:func:`exhaustive_best` without the zero-aspect reduction: one kernel pass over every subset."""
+    n, p = D.shape
     X = np.ascontiguousarray(np.where(M, np.nan, D).T, dtype=np.float64)
     block = np.select([human == 1, human == -1], [0, 1], 2).astype(np.int64)
     g = np.zeros(n, dtype=np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
@@ -274,8 +337,15 @@ def exhaustive_best(D: np.ndarray, M: np.ndarray, human: np.ndarray, max_k: int,
     Wt = np.left_shift(np.int64(1), w * (3 * g + block))
     max_k = int(min(max_k, p))
     tasks = _tasks(p) if max_k >= 2 else np.zeros((0, 2), dtype=np.int64)
+    threads = nb.get_num_threads()
+    serial = sum(math.comb(p, k) for k in range(1, max_k + 1)) < SERIAL_SUBSETS
     t0 = time.perf_counter()
-    rec, best = _search(X, Wt, G, w, max_k, float(tol), tasks, _deal(len(tasks), nb.get_num_threads()))
+    try:
+        if serial:
+            nb.set_num_threads(1)
+        rec, best = _search(X, Wt, G, w, max_k, float(tol), tasks, _deal(len(tasks), 1 if serial else threads))
+    finally:
+        nb.set_num_threads(threads)
     out, won = _merge(rec, best)
     COMPILE.setdefault("search", time.perf_counter() - t0)
     for r, size, o in zip(*np.nonzero(won[:, :, :, 0] < 0)):
@@ -302,6 +372,6 @@ def warm_up() -> float:
     t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     D = rng.integers(-2, 3, size=(6, 5)).astype(float)
-    exhaustive_best(D, np.zeros_like(D, dtype=bool), np.array([1, -1, 0, 1, -1, 0]), 4, 1e-9,
-                    groups=np.array([0, 1, 0, 1, 0, 1]))
+    _exhaustive_best(D, np.zeros_like(D, dtype=bool), np.array([1, -1, 0, 1, -1, 0]), 4, 1e-9,
+                     groups=np.array([0, 1, 0, 1, 0, 1]))
     return time.perf_counter() - t0

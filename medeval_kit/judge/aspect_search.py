@@ -28,7 +28,20 @@ from medeval_kit.errors import ParameterError, SchemaError
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import mean_interval
 
-from .aspects import _LAB, MAX_SUBSETS, OBJECTIVES, _evaluate, _selections_of, count_subsets, select_aspects_all
+from .aspects import (
+    _LAB,
+    MAX_SUBSETS,
+    OBJECTIVES,
+    AspectSelection,
+    _aligned,
+    _check_size,
+    _evaluate,
+    _search_all,
+    _selections_of,
+    _use_compiled,
+    count_subsets,
+    select_aspects_all,
+)
 
 __all__ = ["score_differences", "read_aspect_scores", "human_preferences", "round_differences",
            "search_optimism", "optimism_summary", "selection_table", "feasible_max_k", "SCENARIOS"]
@@ -303,12 +316,60 @@ def _planted_mask(scores: pd.DataFrame, names: list[str]) -> np.ndarray:
     return planted.reindex(names).fillna(False).to_numpy(bool)
 
 
-def _value_on(diffs: pd.DataFrame, human: pd.Series, mask: np.ndarray, objective: str) -> tuple[float, int]:
-    """(objective, n) of the judge summing the aspects in ``mask`` on these items."""
+def _synthetic_differences(scores: pd.DataFrame) -> pd.DataFrame:
+    """:func:`score_differences` of a :func:`~medeval_kit.datasets.synthetic.synthetic_aspect_scores` table,
+    by array indexing instead of a group-by (the same frame; falls back to it on repeated scores)."""
+    items, aspects = pd.factorize(scores["item"]), pd.factorize(scores["aspect"])
+    system = scores["system"].to_numpy()
+    cell = items[0] * len(aspects[1]) + aspects[0]
+    score = pd.to_numeric(scores["score"], errors="coerce").to_numpy(float)
+    grid = np.full((2, len(items[1]) * len(aspects[1])), np.nan)
+    for side, name in enumerate(("A", "B")):
+        mine = system == name
+        if mine.any() and np.bincount(cell[mine]).max() > 1:  # repeated scores: aggregate as score_differences does
+            return score_differences(scores)
+        grid[side, cell[mine]] = score[mine]
+    diff = (grid[0] - grid[1]).reshape(len(items[1]), len(aspects[1]))
+    return pd.DataFrame(diff, index=pd.Index(items[1], name="item"), columns=pd.Index(aspects[1], name="aspect"))
+
+
+def _values_on(diffs: pd.DataFrame, human: pd.Series, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(kappa, agreement, n) of the judges summing the aspects in each row of ``masks`` on these items."""
     X = diffs.to_numpy(float)
     y = human.reindex(diffs.index).map(_LAB).to_numpy(int)
-    kap, po, n, _, _ = _evaluate(np.nan_to_num(X), np.isnan(X), mask[None, :].astype(float), y)
-    return float((kap, po)[OBJECTIVES.index(objective)][0]), int(n[0])
+    kap, po, n, _, _ = _evaluate(np.nan_to_num(X), np.isnan(X), np.atleast_2d(masks).astype(float), y)
+    return kap, po, n
+
+
+def _in_sample_selections(diffs, human, *, method, objectives, max_k, engine) -> dict[str, AspectSelection]:
+    """The search on all items without cross-validation (the paper's protocol): one
+    :class:`AspectSelection` per objective with ``k_folds=0`` and NaN cross-validated values."""
+    bad = [o for o in objectives if o not in OBJECTIVES]
+    if bad or not objectives:
+        raise ParameterError(f"objective must be 'kappa' or 'agreement'; got {bad[0] if bad else objectives!r}")
+    X, y, names, n_missing = _aligned(diffs, human)
+    p = len(names)
+    k_cap = min(max_k or p, p)
+    _check_size(method, p, k_cap, MAX_SUBSETS)
+    M, D = np.isnan(X), np.nan_to_num(X, nan=0.0)
+    view = _search_all(D, M, y, names, method, tuple(objectives), k_cap, engine)[0]
+    allk, allpo, _, _, _ = _evaluate(D, M, np.ones((1, p)), y)
+    out = {}
+    for objective in objectives:
+        col = OBJECTIVES.index(objective)
+        mask = view[objective][0]
+        kap_in, po_in, _, _, _ = _evaluate(D, M, mask[None, :].astype(float), y)
+        out[objective] = AspectSelection(
+            method=method, objective=objective, selected=tuple(nm for nm, m in zip(names, mask) if m),
+            in_sample=float((kap_in, po_in)[col][0]), in_sample_agreement=float(po_in[0]),
+            all_aspects=float((allk, allpo)[col][0]), cv_estimate=np.nan, cv_mean_fold=np.nan,
+            n_items=len(y), n_missing=n_missing, k_folds=0, path=view[objective][2], folds=pd.DataFrame(),
+            note="in-sample only (no cross-validation)",
+            engine="numba" if _use_compiled(method, engine, len(y)) else "numpy")
+    return out
+
+
+_CV_QUANTITIES = ("cross_validated", "cv_mean_fold", "optimism")
 
 
 def search_optimism(
@@ -336,8 +397,12 @@ def search_optimism(
     cross-validation. Quantities: ``all_aspects``, ``in_sample``, ``cross_validated``,
     ``cv_mean_fold``, ``optimism`` (in-sample - CV), ``new_items`` (the chosen subset on ``n_new``
     new items from the same population: its real performance) and ``planted_new_items`` (the
-    planted aspects' judge on them; NaN in the null). Extra columns: ``k`` and ``selected`` (the
-    chosen subset), ``n_planted_selected``.
+    planted aspects' judge on them; NaN in the null). ``k_folds=0`` runs the search once on all
+    items without cross-validation (the paper's protocol; no ``cross_validated``, ``cv_mean_fold``
+    or ``optimism`` rows), e.g. to run the paper-scale search once next to a smaller replicated
+    simulation. Extra columns: ``k`` and ``selected`` (the chosen subset), ``n_planted_selected``,
+    and the sizes of the simulation, ``max_k``, ``k_folds`` and ``n_subsets`` (the subsets one
+    exhaustive search tries; 0 for the other methods).
 
     Parameters
     ----------
@@ -352,7 +417,7 @@ def search_optimism(
     max_k : int
         The largest subset size searched.
     k_folds : int
-        Cross-validation folds.
+        Cross-validation folds; 0 for the in-sample search only.
     method : {"greedy", "forward", "exhaustive"}
         The search.
     objectives : sequence of str
@@ -374,40 +439,52 @@ def search_optimism(
     Raises
     ------
     ParameterError
-        ``replicates`` < 1, or an invalid search option.
+        ``replicates`` < 1, ``k_folds`` is 1 or negative, or an invalid search option.
     """
     scenarios = dict(SCENARIOS if scenarios is None else scenarios)
     if replicates < 1:
         raise ParameterError(f"replicates must be >= 1; got {replicates}")
+    if k_folds < 0 or k_folds == 1:
+        raise ParameterError(f"k_folds must be 0 (no cross-validation) or >= 2; got {k_folds}")
+    sizes = {"max_k": int(max_k), "k_folds": int(k_folds),
+             "n_subsets": count_subsets(n_aspects, max_k) if method == "exhaustive" else 0}
     rows = []
     for name, extra in scenarios.items():
         args = {"n_items": n_items, "n_aspects": n_aspects, **generator, **dict(extra)}
         for r in range(replicates):
             s = seed + r
             scores, prefs = synthetic_aspect_scores(**{**args, "seed": s, "population_seed": s})
-            diffs = score_differences(scores)
+            diffs = _synthetic_differences(scores)
             human = prefs.set_index("item")["preference"]
-            sels = select_aspects_all(diffs, human, method=method, objectives=tuple(objectives), max_k=max_k,
-                                      k_folds=k_folds, seed=s, engine=engine)
+            if k_folds:
+                sels = select_aspects_all(diffs, human, method=method, objectives=tuple(objectives), max_k=max_k,
+                                          k_folds=k_folds, seed=s, engine=engine)
+            else:
+                sels = _in_sample_selections(diffs, human, method=method, objectives=tuple(objectives),
+                                             max_k=max_k, engine=engine)
             new_scores, new_prefs = synthetic_aspect_scores(**{**args, "n_items": n_new, "seed": 1_000_003 + s,
                                                                "population_seed": s})
-            new_diffs = score_differences(new_scores).reindex(columns=diffs.columns)
+            new_diffs = _synthetic_differences(new_scores).reindex(columns=diffs.columns)
             new_human = new_prefs.set_index("item")["preference"]
             planted = _planted_mask(scores, list(diffs.columns))
-            for objective, sel in _selections_of(sels).items():
-                chosen = np.isin(np.asarray(diffs.columns), sel.selected)
+            by_objective = _selections_of(sels)
+            chosen = {o: np.isin(np.asarray(diffs.columns), sel.selected) for o, sel in by_objective.items()}
+            new_values = _values_on(new_diffs, new_human, np.array([*chosen.values(), planted]))  # one pass
+            for i, (objective, sel) in enumerate(by_objective.items()):
+                col = OBJECTIVES.index(objective)
                 keys = {"scenario": name, "replicate": r, "seed": s, "objective": objective,
                         "search_method": method}
                 extra_cols = {"k": len(sel.selected), "selected": ", ".join(sel.selected),
-                              "n_planted": int(planted.sum()), "n_planted_selected": int((chosen & planted).sum())}
-                for q in sel.to_frame().itertuples(index=False):
-                    rows.append(result_row(q.estimate, n_items=q.n_items, n_failed=q.n_failed, note=q.note,
-                                           **keys, quantity=q.quantity, **extra_cols))
-                v_new, n_new_used = _value_on(new_diffs, new_human, chosen, objective)
-                rows.append(result_row(v_new, n_items=n_new_used, note=f"chosen subset on {n_new:,} new items",
+                              "n_planted": int(planted.sum()),
+                              "n_planted_selected": int((chosen[objective] & planted).sum()), **sizes}
+                for q in sel._rows():
+                    if k_folds or q["quantity"] not in _CV_QUANTITIES:
+                        rows.append(result_row(q["estimate"], n_items=q["n_items"], n_failed=q["n_failed"],
+                                               note=q["note"], **keys, quantity=q["quantity"], **extra_cols))
+                rows.append(result_row(new_values[col][i], n_items=int(new_values[2][i]),
+                                       note=f"chosen subset on {n_new:,} new items",
                                        **keys, quantity="new_items", **extra_cols))
-                v_pl, n_pl = (_value_on(new_diffs, new_human, planted, objective) if planted.any()
-                              else (np.nan, 0))
+                v_pl, n_pl = (new_values[col][-1], int(new_values[2][-1])) if planted.any() else (np.nan, 0)
                 rows.append(result_row(v_pl, n_items=n_pl, note="planted aspects' judge on the new items"
                                        if planted.any() else "no planted aspect (the null)",
                                        **keys, quantity="planted_new_items", **extra_cols))
@@ -428,10 +505,12 @@ def optimism_summary(table: pd.DataFrame, *, confidence: float = 0.95) -> pd.Dat
     -------
     DataFrame
         Contract rows keyed ``scenario, objective, search_method, quantity`` with a t interval over
-        replicates (``n_items`` the replicates); extra ``mean_items``.
+        replicates (``n_items`` the replicates); extra ``mean_items`` and, when the table has them, the
+        simulation's sizes ``max_k``, ``k_folds`` and ``n_subsets``.
     """
     rows = []
     keys = [c for c in ("scenario", "objective", "search_method", "quantity") if c in table.columns]
+    sizes = [c for c in ("max_k", "k_folds", "n_subsets") if c in table.columns]
     for key, g in table.groupby(keys, sort=False):
         x = g["estimate"].to_numpy(float)
         ok = x[np.isfinite(x)]
@@ -440,7 +519,7 @@ def optimism_summary(table: pd.DataFrame, *, confidence: float = 0.95) -> pd.Dat
         rows.append(result_row(ok.mean() if len(ok) else np.nan, (lo, hi), method if len(ok) else "",
                                n_items=len(ok), n_failed=len(x) - len(ok),
                                note=note or f"mean over {len(ok)} replicates", **dict(zip(keys, key)),
-                               mean_items=float(g["n_items"].mean())))
+                               mean_items=float(g["n_items"].mean()), **{c: g[c].iloc[0] for c in sizes}))
     return result_frame(rows, keys=keys)
 
 

@@ -201,6 +201,10 @@ class AspectSelection(Result):
         DataFrame
             Contract rows keyed ``search_method, objective, quantity``; extras ``k``, ``selected``.
         """
+        return result_frame(self._rows(), keys=["search_method", "objective", "quantity"])
+
+    def _rows(self) -> list[dict]:
+        """The result rows of :meth:`to_frame`, as dicts (no DataFrame: a simulation stacks many)."""
         rows = [
             ("all_aspects", self.all_aspects, "all aspects, no selection, full data"),
             ("in_sample", self.in_sample, f"best subset found and scored on the same {self.n_items} items"),
@@ -209,10 +213,9 @@ class AspectSelection(Result):
             ("cv_mean_fold", self.cv_mean_fold, "mean over folds of the held-out value"),
             ("optimism", self.optimism, "in_sample - cross_validated"),
         ]
-        return result_frame([result_row(v, n_items=self.n_items, n_failed=self.n_missing, note=d,
-                                        search_method=self.method, objective=self.objective, quantity=q,
-                                        k=len(self.selected), selected=", ".join(self.selected))
-                             for q, v, d in rows], keys=["search_method", "objective", "quantity"])
+        return [result_row(v, n_items=self.n_items, n_failed=self.n_missing, note=d, search_method=self.method,
+                           objective=self.objective, quantity=q, k=len(self.selected),
+                           selected=", ".join(self.selected)) for q, v, d in rows]
 
     def summary(self) -> str:
         """Return one line: the aspects chosen, in-sample vs cross-validated objective, and n.
@@ -379,9 +382,10 @@ def _search_all(D, M, human, names, method, objectives, max_k, engine, groups=No
             raw = _compiled_views(D, M, human, max_k, groups)
         else:  # too many fold x label cells for one pass: one pass per row set
             raw = [_compiled_views(D[r], M[r], human[r], max_k)[0] for r in row_sets]
+        # the path (best subset of each size) is reported for all rows only; a training fold's is not used
         return [{o: (m, v, pd.DataFrame([_path_row(r["k"], "", r["vals"], [names[j] for j in r["idx"]])
-                                          for r in rows]))
-                 for o, (m, v, rows) in view.items() if o in objectives} for view in raw]
+                                          for r in rows]) if i == 0 else None)
+                 for o, (m, v, rows) in view.items() if o in objectives} for i, view in enumerate(raw)]
     return [{o: _search(D[r], M[r], human[r], names, method, o, max_k) for o in objectives} for r in row_sets]
 
 
@@ -394,14 +398,21 @@ def _aligned(diffs: pd.DataFrame, human) -> tuple[np.ndarray, np.ndarray, list[s
     h.index = h.index.astype(str)
     d = diffs.copy()
     d.index = d.index.astype(str)
-    common = [i for i in d.index if i in h.index and pd.notna(h.loc[i])]
-    bad = sorted({str(v) for v in h.loc[common] if v not in _LAB})
+    if h.index.is_unique and d.index.is_unique:  # one label per item: align by reindexing
+        labels = h.reindex(d.index)
+        keep = labels.notna().to_numpy()
+        found = labels[keep].tolist()
+        X = d.to_numpy(dtype=float)[keep]
+    else:
+        common = [i for i in d.index if i in h.index and pd.notna(h.loc[i])]
+        found = list(h.loc[common])
+        X = d.loc[common].to_numpy(dtype=float)
+    bad = sorted({str(v) for v in found if v not in _LAB})
     if bad:
         raise SchemaError("annotations", "label", [], f"human preference labels must be A, B or tie; found {bad}")
-    if len(common) < 2:
-        raise JudgeError(f"only {len(common)} item(s) have both aspect scores and a human label")
-    X = d.loc[common].to_numpy(dtype=float)
-    return X, np.array([_LAB[h.loc[i]] for i in common]), [str(c) for c in d.columns], len(d) - len(common)
+    if len(found) < 2:
+        raise JudgeError(f"only {len(found)} item(s) have both aspect scores and a human label")
+    return X, np.array([_LAB[v] for v in found]), [str(c) for c in d.columns], len(d) - len(found)
 
 
 def _check_size(method: str, p: int, k_cap: int, max_subsets: int) -> None:

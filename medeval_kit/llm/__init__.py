@@ -4,8 +4,9 @@ servers, with a record/replay SQLite cache, concurrency, retries, a hard budget,
 ``types`` (Request, Response, RunStats, model strings), ``registry`` (provider name -> class) and
 ``providers/`` (one file per provider), ``execute`` (the Client and :func:`get_client`) with the stages
 of a run in ``calls``, ``limits`` (rate limits, concurrency slots, retry delays), ``budget``, ``ledger``
-(one budget for every process of a study run), ``leases`` (with fencing), ``calllog`` (one line per run
-for the study runner), ``record`` (replies -> Responses and cache rows), ``cache``, ``cost``, ``batch``,
+(one budget for every process of a study run), ``leases`` (with fencing), ``writer`` (a run's cache writes
+in batches: group commit), ``calllog`` (one line per run for the study runner), ``record`` (replies ->
+Responses and cache rows), ``cache``, ``cost``, ``batch``,
 ``parse`` and ``secrets`` (key checks and redaction). The ``medeval cache`` and ``medeval reparse``
 commands are in :mod:`medeval_kit.cli.cache`.
 

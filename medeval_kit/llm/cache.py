@@ -40,6 +40,7 @@ from medeval_kit import paths
 from .errors import LLMError
 
 MODES = ("off", "use", "replay", "refresh")
+BUSY_TIMEOUT_MS = 60000  # how long a write waits for another process's write lock
 
 # Numbered migrations (PRAGMA user_version = index of the last one applied).
 MIGRATIONS: list[str] = [
@@ -121,8 +122,8 @@ def connect_wal(path: Path) -> sqlite3.Connection:
         Usable from any thread (the caller serialises access).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout=60000")
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
     for attempt in range(50):  # switching to WAL needs a moment of exclusive access
         try:
             conn.execute("PRAGMA journal_mode=WAL")
@@ -208,6 +209,44 @@ class Cache:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+
+    def now_or_never(self, fn, *args: Any) -> tuple[bool, Any]:
+        """Run ``fn(*args)`` (an idempotent write of this cache) only if it needs no wait, for a caller that
+        must not block (the event loop): the connection is open in this process and free, and no other
+        process holds the database's write lock.
+
+        Returns
+        -------
+        tuple of (bool, object)
+            ``(True, result)``, or ``(False, None)`` when it would have had to wait or failed (anything
+            ``fn`` did may then be partly committed: run it again, where waiting is fine).
+        """
+        if self._conn is None or self._pid != os.getpid() or not self._lock.acquire(blocking=False):
+            return False, None
+        try:
+            conn = self._conn
+            try:
+                conn.execute("PRAGMA busy_timeout=0")
+                return True, fn(*args)
+            except Exception:
+                return False, None
+            finally:
+                try:
+                    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                except Exception:  # never keep a connection that would not wait: the next use reopens it
+                    self._conn = None
+                    try:
+                        conn.close()
+                    except Exception:
+                        pass
+        finally:
+            self._lock.release()
+
+    def autocheckpoint(self, pages: int) -> None:
+        """Set this connection's WAL auto-checkpoint (``PRAGMA wal_autocheckpoint``; 0: never, SQLite's
+        default 1000 pages), e.g. off while a run's writer checkpoints from its own thread."""
+        with self._lock:
+            self._connect().execute(f"PRAGMA wal_autocheckpoint={int(pages)}")
 
     def close(self) -> None:
         with self._lock:

@@ -13,7 +13,6 @@ failure is worth retrying.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import dataclasses
 import math
 import time
@@ -21,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .budget import Budget
-from .cost import price_for
+from .cost import Price, price_for
 from .errors import BudgetError, CacheMissError, RequestError
 from .leases import Leases
 from .ledger import Guard, LedgerGate
@@ -29,9 +28,11 @@ from .limits import RateLimiter, Slots
 from .progress import progress_bar
 from .providers.base import Completion, Provider
 from .providers.failures import failure
+from .providers.http import HTTPProvider
 from .record import error_response, response_from_completion, response_from_row
 from .secrets import get_logger, redact
 from .types import ModelSpec, Request, Response, RunStats
+from .writer import CacheWriter
 
 log = get_logger(__name__)
 
@@ -67,6 +68,25 @@ class Retry:
     t0: float
 
 
+class Pending:
+    """A paid reply queued for the cache: :meth:`wait` returns its Response once the write is committed
+    (or failed: the reply is returned with ``cache_error`` set)."""
+
+    __slots__ = ("call", "resp", "fut")
+
+    def __init__(self, call: Call, resp: Response, fut: asyncio.Future) -> None:
+        self.call, self.resp, self.fut = call, resp, fut
+
+    async def wait(self) -> Response:
+        try:
+            await self.fut
+        except Exception as exc:
+            self.call._not_stored(self.resp, exc)
+        else:
+            self.call.delivered = True
+        return self.resp
+
+
 class Run:
     """The shared state of one ``Client.run`` (see the module docstring)."""
 
@@ -96,7 +116,8 @@ class Run:
         self.slots: dict[str, Slots] = {}
         self.limiters: dict[str, RateLimiter] = {}
         self.leases: Leases | None = None
-        self.writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self.writer: CacheWriter | None = None
+        self._prices: dict[str, Price | None] = {}
         self.bar = None
 
     # ------------------------------------------------------------------ before any call
@@ -113,11 +134,18 @@ class Run:
         if self.todo and (cache.mode == "replay" or any(self.specs[i].replay for _, i in self.todo)):
             raise self._missing()
         if self.guard is not None:
-            unpriced = sorted({self.specs[i].id for _, i in self.todo if price_for(self.specs[i]) is None})
+            unpriced = sorted({self.specs[i].id for _, i in self.todo if self.price(self.specs[i]) is None})
             if unpriced:
                 what = "budget_usd" if self.budget is not None else "a run budget (MEDEVAL_RUN_BUDGET_USD)"
                 raise BudgetError(f"{what} is set but there is no price for {', '.join(unpriced)}: "
                                   "add it to data/prices.yaml (or drop the budget)")
+
+    def price(self, spec: ModelSpec) -> Price | None:
+        """The price of ``spec`` (:func:`~medeval_kit.llm.cost.price_for`), looked up once per run: finding
+        the price table means searching for the project, a few file-system calls per lookup."""
+        if spec.id not in self._prices:
+            self._prices[spec.id] = price_for(spec)
+        return self._prices[spec.id]
 
     def _missing(self) -> CacheMissError:
         """The replay error listing the requests the cache does not hold."""
@@ -139,6 +167,8 @@ class Run:
             if p.limit_key not in self.slots:
                 self.slots[p.limit_key] = Slots(self.client.concurrency or p.default_concurrency)
                 self.limiters[p.limit_key] = RateLimiter(self.client.rpm, self.client.tpm)
+            if isinstance(p, HTTPProvider):  # it sizes its connection pools by the calls in flight
+                p.concurrency = self.slots[p.limit_key].size
         return list({id(p): p for p in providers.values()}.values())
 
     def _open_bar(self, desc: str | None) -> None:
@@ -174,8 +204,8 @@ class Run:
         providers: list[Provider] = []
         try:
             providers = self._providers()
-            self.writer = (concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="medeval-cache")
-                           if cache.writes and self.todo else None)
+            # replies, lease takes and releases are written in batches by one thread (group commit)
+            self.writer = CacheWriter(cache) if cache.writes and self.todo else None
             # leases keep processes that share the cache from paying twice (``use`` mode only: ``refresh``
             # re-samples on purpose, ``off`` shares nothing); taken just before sending, never ahead
             self.leases = Leases(cache, self.writer) if cache.mode == "use" and self.todo else None
@@ -196,7 +226,7 @@ class Run:
         if self.leases is not None:
             self.leases.stop()
         if self.writer is not None:
-            self.writer.shutdown(wait=True)
+            await self.writer.aclose()
             self.writer = None
         if self.leases is not None:
             self.leases.close()
@@ -272,7 +302,7 @@ class Call:
         # the ceiling of this call: prompt tokens at a proven upper bound, the reply at max_tokens
         bound = self.provider.prompt_token_bound(request)
         self.est_tokens = bound + int(request.max_tokens)
-        price = price_for(spec)
+        self.price = price = run.price(spec)
         self.ceiling = price.cost(bound, int(request.max_tokens)) if price is not None else math.nan
         self.reserve = self.ceiling if self.budget is not None else 0.0
         self.holding = 0.0  # the reservation of the attempt in flight, until settled, released or lost
@@ -282,6 +312,7 @@ class Call:
         self.n_broken = 0  # 200s with an unreadable body
         self.broken_in_a_row = 0
         self.leased = False
+        self.took = False  # this pass took (or re-took) the lease through the writer
         self.delivered = False
 
     async def run(self) -> Response:
@@ -301,7 +332,13 @@ class Call:
             self._finish()
 
     async def _attempt(self) -> Response | Retry | None:
-        """One pass through a concurrency slot; None when another process holds the lease."""
+        """One pass through a concurrency slot; None when another process holds the lease.
+
+        The slot is freed as soon as the reply is in and queued for the cache, not once it is committed:
+        the next call in the slot sends only after a write batch that commits it (the lease it takes is
+        in that batch or a later one, after the replies; without a take, :meth:`CacheWriter.barrier`),
+        so at any moment a slot has at most one call sent or paid but not yet committed."""
+        self.took = False
         async with self.slots.slot(retry=self.attempt > 0):  # retries go first
             resp = await self._take_lease()  # just before sending: never queued with a lease
             if resp is not None or not self.leased:
@@ -313,7 +350,13 @@ class Call:
             if resp is not None or not self.leased:
                 self._unadmit()
                 return resp
-            return await self._send()
+            writer = self.run_state.writer
+            if not self.took and writer is not None and writer.pending:  # the slot's last reply first
+                await writer.barrier()
+            outcome = await self._send()
+        if isinstance(outcome, Pending):  # the reply is paid and queued: committed outside the slot
+            return await outcome.wait()
+        return outcome
 
     # ------------------------------------------------------------------ lease
     async def _take_lease(self) -> Response | None:
@@ -323,6 +366,7 @@ class Call:
         if self.leases is None or self.leases.fresh(self.key):
             self.leased = True
             return None
+        self.took = True
         state, row = await self.leases.take(self.key)
         self.leased = state == "mine"
         if state == "done":
@@ -365,9 +409,10 @@ class Call:
         self.holding = 0.0
 
     # ------------------------------------------------------------------ send
-    async def _send(self) -> Response | Retry | None:
-        """Send one attempt: the recorded reply, the error the request ends with, a Retry, or None (not
-        sent: the lease may have been taken over while this process was paused)."""
+    async def _send(self) -> Response | Pending | Retry | None:
+        """Send one attempt: the recorded reply (Pending while its cache write is queued), the error the
+        request ends with, a Retry, or None (not sent: the lease may have been taken over while this
+        process was paused)."""
         if self.leases is not None and not self.leases.fresh(self.key):  # paused since the fencing check
             self.leased = False
             self._unadmit()
@@ -383,7 +428,7 @@ class Call:
             raise
         except Exception as exc:  # classified; never lost
             return self._failed(exc, t0)
-        return await self._record(c, time.perf_counter() - t0)
+        return self._record(c, time.perf_counter() - t0)
 
     async def _complete(self) -> Completion:
         """The provider's reply, under a safety-net timeout when it goes over the network."""
@@ -427,36 +472,43 @@ class Call:
 
     def _broken_cost(self, exc: Exception) -> float | None:
         """What an unusable 200 cost when its body still reports its usage (and the model has a price)."""
-        usage, price = getattr(exc, "usage", None), price_for(self.spec)
+        usage, price = getattr(exc, "usage", None), self.price
         return price.cost(*usage) if usage is not None and price is not None else None
 
     # ------------------------------------------------------------------ record
-    async def _record(self, c: Completion, latency: float) -> Response:
-        """Settle the budget and the token limit at the reply's usage, then store the reply."""
+    def _record(self, c: Completion, latency: float) -> Response | Pending:
+        """Settle the budget and the token limit at the reply's usage, then store the reply: queued for
+        the run's writer (Pending, see :meth:`_attempt`), or written now without one."""
         if c.found:
             self._rekey(c.found)
-        resp = response_from_completion(c, self.request, self.spec, self.key, latency, self.attempt)
+        resp = response_from_completion(c, self.request, self.spec, self.key, latency, self.attempt,
+                                        price=self.price)
         if self.budget is not None:
             self.holding = 0.0
             self.budget.settle(self.reserve, resp.cost_usd)
         self.limiter.refund(self.est_tokens - c.prompt_tokens - c.completion_tokens)
-        # stored before the call counts as done (a crash loses nothing paid), in a writer thread so the
-        # event loop keeps sending; a failed write keeps the reply
+        # committed before the call counts as done and frees its lease (a kill loses at most one call per
+        # slot), in one batch with the other calls' writes (group commit, see writer.py); a failed write
+        # keeps the reply
         try:
+            entry = self.client.entry(resp, self.request, self.spec, c)
             writer = self.run_state.writer
-            if writer is not None:
-                await asyncio.get_running_loop().run_in_executor(
-                    writer, self.client.store, resp, self.request, self.spec, c)
-            else:
-                self.client.store(resp, self.request, self.spec, c)
+            if entry is not None and writer is not None:
+                return Pending(self, resp, writer.put_nowait(entry))
+            if entry is not None:
+                self.client.cache.put(entry)
         except Exception as exc:
-            resp.cache_error = redact(f"{type(exc).__name__}: {exc}")
-            self.tally.not_stored += 1
-            log.warning("%s: reply to %s received but not stored in the cache: %s", self.spec, self.key[:12],
-                        resp.cache_error)
-        else:
-            self.delivered = True
+            self._not_stored(resp, exc)
+            return resp
+        self.delivered = True
         return resp
+
+    def _not_stored(self, resp: Response, exc: Exception) -> None:
+        """A paid reply that could not be written: returned all the same, counted and logged."""
+        resp.cache_error = redact(f"{type(exc).__name__}: {exc}")
+        self.tally.not_stored += 1
+        log.warning("%s: reply to %s received but not stored in the cache: %s", self.spec, self.key[:12],
+                    resp.cache_error)
 
     def _rekey(self, found: dict[str, str]) -> None:
         """The provider found an option left to "auto" (the schema format the server takes): the client

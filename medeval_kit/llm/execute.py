@@ -225,12 +225,20 @@ class Client:
                                       unconfirmed_usd=b.unconfirmed)
         return est
 
+    def entry(self, resp: Response, request: Request, spec: ModelSpec, c: Completion,
+              source: str = "live") -> dict[str, Any] | None:
+        """The cache row of a paid reply; None when nothing is to be written (the cache does not write,
+        or the call failed: errors are never cached; an empty reply, text "", is)."""
+        if not self.cache.writes or resp.error is not None or resp.text is None:
+            return None
+        return cache_entry(resp.key, spec, self.canonical(request, spec), c, resp.cost_usd, source=source,
+                           latency_s=resp.latency_s, created_utc=resp.created_utc)
+
     def store(self, resp: Response, request: Request, spec: ModelSpec, c: Completion, source: str = "live") -> None:
         """Write a paid reply to the cache (errors are never cached; an empty reply, text "", is)."""
-        if not self.cache.writes or resp.error is not None or resp.text is None:
-            return
-        self.cache.put(cache_entry(resp.key, spec, self.canonical(request, spec), c, resp.cost_usd, source=source,
-                                   latency_s=resp.latency_s, created_utc=resp.created_utc))
+        entry = self.entry(resp, request, spec, c, source)
+        if entry is not None:
+            self.cache.put(entry)
 
     # ------------------------------------------------------------------ run
     def run(self, requests: Sequence[Request], progress: bool = True, desc: str | None = None) -> list[Response]:
@@ -301,8 +309,8 @@ def get_client(model: str, *, cache_mode: str = "use", cache_path: str | os.Path
         environment only and redacted everywhere), ``schema_format`` (``"json_schema"`` (default),
         ``"json_object"``, ``"prompt"`` or ``"auto"``: the first one an OpenAI-compatible server takes,
         found once per endpoint and kept in the cache), ``base_url`` (Anthropic), ``transport``
-        (``"http"``, the default, JSON over httpx; or ``"sdk"``, the official SDK), ``n_pools`` (4 HTTP
-        connection pools, round-robin), ``n_ctx`` and ``n_threads`` (the embedded model).
+        (``"http"``, the default, JSON over httpx; or ``"sdk"``, the official SDK), ``n_pools`` (HTTP
+        connection pools, round-robin; default one per 16 calls in flight, at least 4), ``n_ctx`` and ``n_threads`` (the embedded model).
 
     Returns
     -------

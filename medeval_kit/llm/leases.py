@@ -5,7 +5,6 @@ with fencing; the table lives in :class:`~medeval_kit.llm.cache.Cache`)."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 import time
 import uuid
@@ -13,6 +12,7 @@ from typing import Any
 
 from .cache import Cache
 from .secrets import get_logger
+from .writer import CacheWriter
 
 log = get_logger(__name__)
 
@@ -48,15 +48,13 @@ class Leases:
     process holds waits, outside its slot, for that process's result (one poller per run reads the
     cache) or for the lease to be released or to expire (at most ``ttl``)."""
 
-    def __init__(self, cache: Cache, executor: concurrent.futures.Executor | None,
-                 ttl: float | None = None) -> None:
-        self.cache, self.executor = cache, executor
+    def __init__(self, cache: Cache, writer: CacheWriter | None, ttl: float | None = None) -> None:
+        self.cache, self.writer = cache, writer
+        self.executor = writer.executor if writer is not None else None
         self.ttl = lease_ttl() if ttl is None else float(ttl)
         self.owner = Cache.lease_owner(uuid.uuid4().hex)
         self.held: set[str] = set()
         self.valid: dict[str, float] = {}  # key -> time until which no other process can have taken it
-        self._take: list[tuple[str, asyncio.Future]] = []
-        self._taking = False
         self._waiting: dict[str, list[asyncio.Future]] = {}
         self._tasks: set[asyncio.Task] = set()
         self._poller: asyncio.Task | None = None
@@ -75,44 +73,31 @@ class Leases:
         return key in self.held and time.time() + self.ttl / 4 < self.valid.get(key, 0.0)
 
     async def take(self, key: str) -> tuple[str, Any]:
-        """Take (or re-take) the lease on ``key``: ``("mine", None)``, ``("done", row)`` or ``("held", owner)``."""
-        fut = asyncio.get_running_loop().create_future()
-        self._take.append((key, fut))
-        if not self._taking:
-            self._taking = True
-            self._spawn(self._flush())
-        return await fut
+        """Take (or re-take) the lease on ``key``: ``("mine", None)``, ``("done", row)`` or ``("held", owner)``.
 
-    async def _flush(self) -> None:
-        loop = asyncio.get_running_loop()
+        The takes of the calls reaching this point together go in one transaction, with the replies and
+        releases queued meanwhile (:class:`~medeval_kit.llm.writer.CacheWriter`)."""
+        t0 = time.time()
         try:
-            while self._take:
-                batch, self._take = self._take, []
-                keys = list(dict.fromkeys(k for k, _ in batch))
-                t0 = time.time()  # before the transaction: a lease it grants lasts at least until t0 + ttl
-                try:
-                    res = await loop.run_in_executor(self.executor, self.cache.take_leases, keys, self.owner,
-                                                     self.ttl)
-                except Exception as exc:  # a broken cache must not stop paid work: go on unprotected
-                    if not self._warned:
-                        self._warned = True
-                        log.warning("cache %s: leases unavailable (%s: %s); calls go ahead without them",
-                                    self.cache.path, type(exc).__name__, exc)
-                    res = {k: ("mine", None) for k in keys}
-                for k in keys:
-                    if res[k][0] == "mine":
-                        self.held.add(k)
-                        self.valid[k] = t0 + self.ttl
-                    else:  # stored meanwhile, or taken over while this run was paused
-                        self.held.discard(k)
-                        self.valid.pop(k, None)
-                for k, fut in batch:
-                    if not fut.done():
-                        fut.set_result(res[k])
-                if self.held and self._renewer is None:
-                    self._renewer = self._spawn(self._renew())
-        finally:
-            self._taking = False
+            if self.writer is not None:
+                state, payload, t0 = await self.writer.take(key, self.owner, self.ttl)
+            else:
+                state, payload = self.cache.take_leases([key], self.owner, self.ttl)[key]
+        except Exception as exc:  # a broken cache must not stop paid work: go on unprotected
+            if not self._warned:
+                self._warned = True
+                log.warning("cache %s: leases unavailable (%s: %s); calls go ahead without them",
+                            self.cache.path, type(exc).__name__, exc)
+            state, payload = "mine", None
+        if state == "mine":
+            self.held.add(key)
+            self.valid[key] = t0 + self.ttl
+            if self._renewer is None:
+                self._renewer = self._spawn(self._renew())
+        else:  # stored meanwhile, or taken over while this run was paused
+            self.held.discard(key)
+            self.valid.pop(key, None)
+        return state, payload
 
     async def wait(self, key: str) -> tuple[str, Any]:
         """Wait until another process's lease on ``key`` ends: ``("done", row)`` or ``("free", None)``."""
@@ -161,16 +146,13 @@ class Leases:
             self._release_now([key])
 
     def _release_now(self, keys: list[str]) -> None:
-        def rel() -> None:
-            try:
-                self.cache.release_leases(self.owner, keys)
-            except Exception:
-                pass
-
-        if self.executor is not None:
-            asyncio.get_running_loop().run_in_executor(self.executor, rel)
-        else:
-            rel()
+        if self.writer is not None:  # after the replies queued before it
+            self.writer.release(self.owner, keys)
+            return
+        try:
+            self.cache.release_leases(self.owner, keys)
+        except Exception:  # it expires within the TTL anyway
+            pass
 
     def stop(self) -> None:
         for task in list(self._tasks):

@@ -120,11 +120,10 @@ def _brief(value: Any, n: int = 60) -> str:
 
 @lru_cache(maxsize=256)
 def _validator(schema_json: str):
-    import jsonschema
+    from medeval_kit.json_schema import validator_class
 
     schema = json.loads(schema_json)
-    cls = jsonschema.validators.validator_for(schema)
-    return cls(schema)
+    return validator_class(schema)(schema)
 
 
 def validate(value: Any, schema: dict[str, Any]) -> str | None:

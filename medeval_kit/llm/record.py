@@ -13,6 +13,8 @@ from .providers.base import Completion
 from .secrets import redact, redact_json
 from .types import ModelSpec, Request, Response, canonical_json
 
+LOOKUP = object()  # response_from_completion: look the price up
+
 
 def response_from_row(row: dict[str, Any], request: Request, spec: ModelSpec) -> Response:
     """Return the Response of a cached reply (cost 0: it was paid when it was stored)."""
@@ -29,13 +31,17 @@ def response_from_row(row: dict[str, Any], request: Request, spec: ModelSpec) ->
 
 
 def response_from_completion(c: Completion, request: Request, spec: ModelSpec, key: str, latency: float,
-                             attempts: int, *, batch: bool = False) -> Response:
-    """Return the Response of a provider's reply, parsed and priced."""
+                             attempts: int, *, batch: bool = False, price: Any = LOOKUP) -> Response:
+    """Return the Response of a provider's reply, parsed and priced (at ``price``, a :class:`Price` or None
+    for no price, when the caller has looked it up; else at :func:`cost_of`)."""
     # no content (OpenAI ``content: null``, e.g. a refusal; an empty Anthropic content list) is a
     # reply, and paid for: text "", parse_status "failed" with the reason, counted and cached
     text = c.text if c.text is not None else ""
     parsed, status, perr = parse_reply(text, request.schema, finish_reason=c.finish_reason)
-    cost = cost_of(spec, c.prompt_tokens, c.completion_tokens, batch=batch)
+    if price is LOOKUP or batch:
+        cost = cost_of(spec, c.prompt_tokens, c.completion_tokens, batch=batch)
+    else:
+        cost = price.cost(c.prompt_tokens, c.completion_tokens) if price is not None else math.nan
     return Response(
         text=text, parsed=parsed, parse_status=status, error=None,
         usage={"prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens},

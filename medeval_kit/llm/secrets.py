@@ -65,13 +65,46 @@ def key_env_names(extra: Iterable[str] = ()) -> list[str]:
 
 
 def known_keys(extra_env: Iterable[str] = ()) -> tuple[str, ...]:
-    """The current values of :func:`key_env_names` (only values long enough to be secrets)."""
+    """The current values of :func:`key_env_names` (only values long enough to be secrets).
+
+    Read at every call, from a snapshot of the environment; the answer for the last snapshot is kept, so
+    a call costs one comparison of the environment with that snapshot, not a scan decoding every variable.
+    """
+    global _memo
+    extra = tuple(extra_env)
+    data = getattr(os.environ, "_data", None)  # CPython's os._Environ: the encoded items, kept in sync
+    if not isinstance(data, dict):
+        return _keys_in(dict(os.environ), lambda k: k, lambda v: v, lambda k: k, frozenset(_registered), extra)
+    with _lock:
+        memo = _memo
+        if memo is not None and memo[0] == data and memo[1] == _registered and memo[2] == extra:
+            return memo[3]
+        snap, registered = dict(data), frozenset(_registered)
+    env = os.environ
+    keys = _keys_in(snap, env.decodekey, env.decodevalue, env.encodekey, registered, extra)
+    with _lock:
+        _memo = (snap, registered, extra, keys)
+    return keys
+
+
+def _keys_in(snap: dict, decodekey, decodevalue, encodekey, registered: frozenset[str],
+             extra: tuple[str, ...]) -> tuple[str, ...]:
+    """:func:`known_keys` of the environment snapshot ``snap`` (as ``os.environ`` keeps it)."""
+    names = dict.fromkeys((*sorted(registered), *extra))
+    for k in snap:
+        var = decodekey(k)
+        if var.upper().endswith("API_KEY"):
+            names.setdefault(var)
     vals = []
-    for var in key_env_names(extra_env):
-        v = os.environ.get(var)
+    for var in names:
+        raw = snap.get(encodekey(var))
+        v = decodevalue(raw) if raw is not None else None
         if v and len(v.strip()) >= MIN_SECRET_LEN:
             vals.append(v)
     return tuple(sorted(set(vals)))
+
+
+_memo: tuple[dict, frozenset[str], tuple[str, ...], tuple[str, ...]] | None = None  # (env, registered, extra, keys)
 
 
 # --------------------------------------------------------------------------- refusing bad keys

@@ -24,6 +24,8 @@ from medeval_kit.errors import ParameterError
 from medeval_kit.results import result_frame, result_row
 from medeval_kit.stats import percentile_interval
 
+from .ctt import _groups
+
 __all__ = ["label_association", "roundwise_item_change", "with_item_info"]
 
 
@@ -59,6 +61,42 @@ def with_item_info(table: pd.DataFrame, items: pd.DataFrame, info: Sequence[str]
     items = apply_columns(items, columns, ("item",), where="with_item_info(items=...)")
     cols = ["item"] + [c for c in info if c in items.columns and c not in table.columns]
     return table.merge(items[cols], on="item", how="left")
+
+
+def _spearman_draws(x: np.ndarray, y: np.ndarray, draws: list[np.ndarray]) -> np.ndarray:
+    """Spearman's rho of ``x[rows], y[rows]`` for each array of row positions in ``draws``.
+
+    Equal to ``scipy.stats.spearmanr`` per draw (a test checks it): the same average ranks and
+    ``numpy.corrcoef``'s arithmetic on them (sums of half-integers, exact), batched over the draws of
+    equal length; NaN for a draw where either side is constant (as a resample without variation).
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        The two finite variables, one value per row.
+    draws : list of numpy.ndarray
+        Row positions of each bootstrap draw.
+
+    Returns
+    -------
+    numpy.ndarray
+        One rho per draw.
+    """
+    out = np.full(len(draws), np.nan)
+    sizes = np.array([len(r) for r in draws])
+    for size in np.unique(sizes):
+        which = np.flatnonzero(sizes == size)
+        idx = np.stack([draws[b] for b in which])
+        X, Y = x[idx], y[idx]
+        varied = (np.ptp(X, axis=1) > 0) & (np.ptp(Y, axis=1) > 0)
+        if size < 2 or not varied.any():
+            continue
+        rx, ry = sps.rankdata(X[varied], axis=1), sps.rankdata(Y[varied], axis=1)
+        rx, ry = rx - rx.mean(1, keepdims=True), ry - ry.mean(1, keepdims=True)
+        f = 1 / (size - 1)
+        cxx, cyy, cxy = (rx * rx).sum(1) * f, (ry * ry).sum(1) * f, (rx * ry).sum(1) * f
+        out[which[varied]] = np.clip(cxy / np.sqrt(cyy) / np.sqrt(cxx), -1.0, 1.0)
+    return out
 
 
 @shared_docs
@@ -121,12 +159,11 @@ def label_association(table: pd.DataFrame, *, planted: str = "difficulty_rank", 
     ci, method = (math.nan, math.nan), ""
     if np.isfinite(rho) and n_boot:
         rng = np.random.default_rng(seed)
-        groups = [g for _, g in d.groupby(cluster)] if cluster else [d.iloc[[i]] for i in range(len(d))]
-        reps = []
-        for _ in range(int(n_boot)):
-            s = pd.concat([groups[i] for i in rng.integers(0, len(groups), len(groups))])
-            reps.append(sps.spearmanr(s[label], s[value])[0] if s[label].nunique() > 1 and s[value].nunique() > 1
-                        else np.nan)
+        # row positions of each cluster (groupby order); a draw is the rows of the drawn clusters, in draw order
+        rows_of = ([pos for _, pos in _groups(d[cluster])] if cluster else [np.array([i]) for i in range(len(d))])
+        draws = [np.concatenate([rows_of[i] for i in rng.integers(0, len(rows_of), len(rows_of))])
+                 for _ in range(int(n_boot))]
+        reps = _spearman_draws(d[label].to_numpy(float), d[value].to_numpy(float), draws)
         ci = percentile_interval(reps, confidence=confidence)
         method = f"percentile bootstrap over {'clusters (' + cluster + ')' if cluster else 'items'} ({int(n_boot)} resamples)"
     rows.append(result_row(rho, ci, method, n_items=len(d), n_failed=n_failed,

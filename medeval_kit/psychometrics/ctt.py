@@ -247,16 +247,61 @@ def item_table(stats: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([*parts, base], axis=1).reset_index()
 
 
-def _options(responses: pd.DataFrame) -> dict[str, list[str]]:
+def _groups(values: pd.Series) -> list[tuple[object, np.ndarray]]:
+    """Return (group key, row positions) per distinct non-missing value, sorted as ``groupby(sort=True)``.
+
+    Row positions keep the table's order within each group, as the groups of ``groupby`` do; one
+    factorisation replaces a sub-frame per group (the per-item pandas calls cost more than the statistics).
+
+    Parameters
+    ----------
+    values : Series
+        The grouping column (missing values belong to no group, as in ``groupby``).
+
+    Returns
+    -------
+    list of tuple
+        ``(key, positions)`` per group, keys in sorted order, positions an int array into ``values``.
+    """
+    codes, uniques = pd.factorize(values, sort=True)
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(len(uniques) + 1))
+    return [(uniques[g], order[bounds[g]:bounds[g + 1]]) for g in range(len(uniques))]
+
+
+def _strings(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Return (present mask, object array of ``str`` values; None where missing) of one column.
+
+    Parameters
+    ----------
+    values : Series
+        The column.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        ``(present, strings)``: a bool mask and the values as ``str`` (``astype(str)`` of the present ones).
+    """
+    present = values.notna().to_numpy()
+    out = np.full(len(values), None, dtype=object)
+    out[present] = values[present].astype(str).to_numpy(dtype=object)
+    return present, out
+
+
+def _options(responses: pd.DataFrame, groups: list[tuple[object, np.ndarray]] | None = None) -> dict[str, list[str]]:
     """Return per item the option letters: offered ones, the key and every letter chosen."""
-    out: dict[str, set] = {}
-    for it, g in responses.groupby("item", sort=False):
-        letters = set(g["key"].dropna().astype(str)) | set(g["choice"].dropna().astype(str))
-        if "offered" in g.columns:
-            for s in g["offered"].dropna().astype(str):
+    groups = _groups(responses["item"]) if groups is None else groups
+    has_key, keys = _strings(responses["key"])
+    has_choice, choices = _strings(responses["choice"])
+    has_offered, offered = _strings(responses["offered"]) if "offered" in responses.columns else (None, None)
+    out: dict[str, list[str]] = {}
+    for it, pos in groups:
+        letters = set(keys[pos][has_key[pos]]) | set(choices[pos][has_choice[pos]])
+        if offered is not None:
+            for s in offered[pos][has_offered[pos]]:
                 letters |= set(s)
         out[str(it)] = sorted(letters)
-    return {k: sorted(v) for k, v in out.items()}
+    return out
 
 
 @shared_docs
@@ -298,24 +343,33 @@ def distractor_analysis(responses: pd.DataFrame, *, fraction: float = 0.27, nonf
     wu, wl = group_weights(total, fraction)
     w_up = dict(zip(examinees, wu))
     w_lo = dict(zip(examinees, wl))
-    opts = _options(responses)
+    groups = _groups(responses["item"])
+    opts = _options(responses, groups)
+    # whole columns once (the per-item pandas calls cost more than the statistics); same values per row
+    has_key, keys = _strings(responses["key"])
+    has_choice, choices = _strings(responses["choice"])
+    ex = responses["examinee"].astype(str)
+    w_up_rows, w_lo_rows = ex.map(w_up).to_numpy(float), ex.map(w_lo).to_numpy(float)
+    wilson = {}  # (k, n) -> interval: many options share counts
     rows = []
-    for it, g in responses.groupby("item", sort=True):
+    for it, pos in groups:
         it = str(it)
-        key = g["key"].dropna().astype(str)
-        key = key.iloc[0] if len(key) else None
-        ans = g[g["choice"].notna()]
-        n, miss = len(ans), len(g) - len(ans)
-        wu_i = ans["examinee"].astype(str).map(w_up).to_numpy(float)
-        wl_i = ans["examinee"].astype(str).map(w_lo).to_numpy(float)
+        key = keys[pos][has_key[pos]]
+        key = key[0] if len(key) else None
+        ans = pos[has_choice[pos]]
+        n, miss = len(ans), len(pos) - len(ans)
+        wu_i, wl_i = w_up_rows[ans], w_lo_rows[ans]
+        chosen = choices[ans]
         for o in opts[it]:
-            chose = (ans["choice"].astype(str) == o).to_numpy()
+            chose = chosen == o if n else np.zeros(0, dtype=bool)
             k = int(chose.sum())
             su = float(wu_i @ chose / wu_i.sum()) if wu_i.sum() > 0 else math.nan
             sl = float(wl_i @ chose / wl_i.sum()) if wl_i.sum() > 0 else math.nan
             share = k / n if n else math.nan
             is_key = o == key
-            rows.append(result_row(share, wilson_interval(k, n, confidence=confidence) if n else (math.nan, math.nan),
+            if n and (k, n) not in wilson:
+                wilson[k, n] = wilson_interval(k, n, confidence=confidence)
+            rows.append(result_row(share, wilson[k, n] if n else (math.nan, math.nan),
                                    "Wilson" if n else "", n_items=n, n_failed=miss, note="" if n else "no answers",
                                    item=it, option=o, is_key=is_key, n_chosen=k, share_upper=su, share_lower=sl,
                                    discrimination=su - sl,
@@ -340,21 +394,30 @@ def distractor_efficiency(distractors: pd.DataFrame) -> pd.DataFrame:
         Contract rows keyed ``item``; extras ``n_functional``, ``nonfunctional_options``,
         ``key_share_upper``, ``top_distractor_share_upper``, ``key_rejected_by_upper``.
     """
+    # whole columns once, then row positions per item (the per-item pandas calls cost more than the sums)
+    is_key = distractors["is_key"].astype(bool).to_numpy()
+    has_func = distractors["functional"].notna().to_numpy()
+    func_all = np.zeros(len(distractors), dtype=bool)
+    func_all[has_func] = distractors["functional"][has_func].astype(bool).to_numpy()
+    share_up = pd.to_numeric(distractors["share_upper"]).to_numpy(dtype=float, na_value=np.nan)
+    failed = pd.to_numeric(distractors["n_failed"]).to_numpy(dtype=float, na_value=np.nan)
+    option = distractors["option"].astype(str).to_numpy(dtype=object)
     rows = []
-    for it, g in distractors.groupby("item", sort=True):
-        dis = g[~g["is_key"].astype(bool)]
-        key = g[g["is_key"].astype(bool)]
-        func = dis["functional"].dropna().astype(bool)
+    for it, pos in _groups(distractors["item"]):
+        dis, key = pos[~is_key[pos]], pos[is_key[pos]]
+        fpos = dis[has_func[dis]]
+        func = func_all[fpos]
         n = len(func)
-        key_up = float(key["share_upper"].iloc[0]) if len(key) else math.nan
-        top_up = float(dis["share_upper"].max()) if len(dis) else math.nan
+        key_up = float(share_up[key[0]]) if len(key) else math.nan
+        up = share_up[dis][~np.isnan(share_up[dis])]
+        top_up = float(up.max()) if len(up) else math.nan
         rejected = bool(top_up > key_up) if np.isfinite(key_up) and np.isfinite(top_up) else pd.NA
+        fl = failed[pos][~np.isnan(failed[pos])]
         rows.append(result_row(func.mean() if n else math.nan, n_items=n,
-                               n_failed=int(g["n_failed"].max()) if len(g) else 0,
+                               n_failed=int(fl.max()) if len(fl) else 0,
                                note="" if n else "no distractors or no answers", item=str(it),
                                n_functional=int(func.sum()),
-                               nonfunctional_options="".join(dis.loc[func.index[~func.to_numpy()], "option"].astype(str))
-                               if n else "",
+                               nonfunctional_options="".join(option[fpos[~func]]) if n else "",
                                key_share_upper=key_up, top_distractor_share_upper=top_up,
                                key_rejected_by_upper=rejected))
     return result_frame(rows, keys=["item"])

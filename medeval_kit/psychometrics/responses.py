@@ -378,11 +378,12 @@ def answer_items(items: pd.DataFrame, panel: pd.DataFrame, *, client=None, cache
     usable = items[items["parse_status"] == "ok"]
     prompt = load_prompt(template)
     rows = []
+    usable_rows = [it for _, it in usable.iterrows()]  # once, not once per examinee
     for model, group in panel.groupby("model", sort=False):
         cl = client if client is not None else get_client(str(model), cache_mode=cache_mode)
         reqs, meta = [], []
         for _, ex in group.iterrows():
-            for _, it in usable.iterrows():
+            for it in usable_rows:
                 letters = list(it["options"])
                 schema = answer_schema(letters)
                 msgs = prompt.render(persona=ex["persona_text"], question=str(it["question"]),

@@ -45,6 +45,55 @@ def _stats(x: np.ndarray, y: np.ndarray, top_k: Sequence[int]) -> dict[str, floa
     return out
 
 
+def _stats_draws(X: np.ndarray, Y: np.ndarray, top_k: Sequence[int]) -> dict[str, np.ndarray]:
+    """:func:`_stats` for every row of two (B, n) strength arrays at once, equal to it row by row.
+
+    Kendall's tau-b is scipy's formula on the same integer pair counts ((concordant - discordant) /
+    sqrt(n0 - ties in x) / sqrt(n0 - ties in y), NaN when either side is all ties); Spearman's rho is
+    ``numpy.corrcoef``'s arithmetic on the average ranks (exact sums of half-integers, so the same bits;
+    NaN for a constant row); the top-k masks use the same stable sort. A test checks every value against
+    :func:`_stats` on draws with ties.
+
+    Parameters
+    ----------
+    X, Y : numpy.ndarray
+        (B, n) finite strengths of the judge and of the reference, per draw.
+    top_k : sequence of int
+        The k of the top-k overlaps.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        Per metric of :func:`_stats`, the (B,) values.
+    """
+    B, n = X.shape
+    I, J = np.triu_indices(n, 1)
+    sx, sy = np.sign(X[:, I] - X[:, J]).astype(np.int64), np.sign(Y[:, I] - Y[:, J]).astype(np.int64)
+    tot = n * (n - 1) // 2
+    xtie, ytie = (sx == 0).sum(1), (sy == 0).sum(1)
+    all_tied = (xtie == tot) | (ytie == tot)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau = (sx * sy).sum(1) / np.sqrt(tot - xtie) / np.sqrt(tot - ytie)
+    tau = np.where(all_tied, np.nan, np.clip(tau, -1.0, 1.0))
+    rx, ry = sps.rankdata(X, axis=1), sps.rankdata(Y, axis=1)
+    rx, ry = rx - rx.mean(1, keepdims=True), ry - ry.mean(1, keepdims=True)
+    f = 1 / (n - 1)
+    cxx, cyy, cxy = (rx * rx).sum(1) * f, (ry * ry).sum(1) * f, (rx * ry).sum(1) * f
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = cxy / np.sqrt(cyy) / np.sqrt(cxx)
+    rho = np.where((cxx == 0) | (cyy == 0), np.nan, np.clip(rho, -1.0, 1.0))
+    out = {"kendall_tau": tau, "spearman_rho": rho}
+    if top_k:
+        ox, oy = np.argsort(-X, axis=1, kind="stable"), np.argsort(-Y, axis=1, kind="stable")
+        rows = np.arange(B)[:, None]
+        for k in top_k:
+            mx, my = np.zeros((B, n), dtype=bool), np.zeros((B, n), dtype=bool)
+            mx[rows, ox[:, :k]] = True
+            my[rows, oy[:, :k]] = True
+            out[f"top_{k}_overlap"] = (mx & my).sum(1) / k
+    return out
+
+
 def rank_agreement(
     result: RankResult,
     reference: str,
@@ -115,14 +164,15 @@ def rank_agreement(
         est = _stats(result.point[j][common], ref[common], ks)
         A, R = result.draws[j][:, common], result.draws[reference][:, common]
         ok = np.isfinite(A).all(1) & np.isfinite(R).all(1)
-        reps = [_stats(a, r, ks) for a, r in zip(A[ok], R[ok])]
+        reps = _stats_draws(A[ok], R[ok], ks)  # every draw at once (equal to _stats per draw)
+        has_reps = bool(ok.any())
         left = int((~ok).sum())
         note = f"{left} of {len(ok)} draws left out (no finite MLE)" if left else ""
         for metric, value in est.items():
-            ci = percentile_interval([r[metric] for r in reps], confidence=result.confidence) if reps else (
+            ci = percentile_interval(reps[metric], confidence=result.confidence) if has_reps else (
                 math.nan, math.nan)
-            rows.append(result_row(value, ci, method if reps else "", n_items=shared, note=note, metric=metric,
-                                   **key))
+            rows.append(result_row(value, ci, method if has_reps else "", n_items=shared, note=note,
+                                   metric=metric, **key))
     return result_frame(rows, keys=["judge", "reference", "metric"])
 
 

@@ -5,7 +5,9 @@ symmetric). Strengths are log-strengths centred to mean zero over the fitted mod
 
 * **Bradley-Terry** (P(i beats j) = 1 / (1 + exp(-(s_i - s_j)))) is fitted with the maintained ``choix``
   package (:func:`choix.ilsr_pairwise_dense`, iterative Luce spectral ranking, no regularisation). Its
-  count matrix may hold fractions, so "a tie is half a win" needs no trick: ``W + T / 2``.
+  count matrix may hold fractions, so "a tie is half a win" needs no trick: ``W + T / 2``. Many problems at
+  once (bootstrap draws) go to the batched Newton fit below instead (from equal strengths, like Davidson's):
+  the same maximum (the tests check it against ``choix`` to 1e-9) without one ``choix`` call per draw.
 * **Davidson (1970)** adds one tie parameter nu: P(i wins) : P(j wins) : P(tie) =
   a_i : a_j : nu * sqrt(a_i a_j). It is not in ``choix`` (no ties) nor ``statsmodels`` (not a GLM: the
   tie term couples both strengths through their geometric mean; R fits it with ``gnm`` via
@@ -71,6 +73,39 @@ def connected(W: np.ndarray, T: np.ndarray | None = None) -> bool:
         return False
     n, _ = connected_components(A.astype(np.int8), directed=True, connection="strong")
     return n == 1
+
+
+def _connected_batch(W: np.ndarray, T: np.ndarray | None = None) -> np.ndarray:
+    """Whether each of B comparison graphs ``W[b]`` (with ties ``T[b]``) is strongly connected, at once.
+
+    The same answer as :func:`connected` per draw (a test checks it), without its per-graph call into
+    ``scipy.sparse.csgraph``: the reachability matrix (I or A) is squared until it spans paths of K - 1
+    steps; the graph is strongly connected when it has no zero.
+
+    Parameters
+    ----------
+    W : numpy.ndarray
+        (B, K, K) wins of i over j per draw.
+    T : numpy.ndarray, optional
+        (B, K, K) ties per draw; a tie links both ways.
+
+    Returns
+    -------
+    numpy.ndarray
+        (B,) booleans.
+    """
+    A = np.asarray(W) > 0
+    if T is not None:
+        A = A | (np.asarray(T) > 0)
+    B, K = A.shape[0], A.shape[-1]
+    if K < 2:
+        return np.zeros(B, dtype=bool)
+    R = (A | np.eye(K, dtype=bool)).astype(float)
+    steps = 1
+    while steps < K - 1:  # R covers paths of up to `steps` edges; squaring doubles that
+        R = (R @ R > 0).astype(float)
+        steps *= 2
+    return (R > 0).all((1, 2))
 
 
 def graph_problem(W: np.ndarray, T: np.ndarray | None = None, names=None) -> str:
@@ -175,6 +210,42 @@ def fit_bradley_terry(W: np.ndarray, *, start: np.ndarray | None = None, max_ite
     return theta - theta.mean()
 
 
+def _fit_bradley_terry_batch(W: np.ndarray, *, start: np.ndarray | None = None) -> np.ndarray:
+    """Mean-zero Bradley-Terry log-strengths of B win matrices (B, K, K) at once; NaN where no finite MLE.
+
+    One problem goes to :func:`fit_bradley_terry` (``choix``, from ``start``). Several (bootstrap draws) go
+    to one batched Newton fit (:func:`_newton`, from equal strengths, model 0 held at 0, then centred), which
+    reaches the same maximum: the tests check it equals ``choix`` to 1e-9 (on the bundled PandaLM draws the
+    largest difference is about 3e-13, and no rank changes), in a fraction of the time of one ``choix`` call
+    per draw. Starting from equal strengths keeps an exact tie exact (two models with equal records get
+    equal strengths, as with ``choix``); a warm start from the full-data fit would split it by rounding.
+    Draws whose graph is not strongly connected (:func:`connected`) are NaN, as with ``choix``.
+
+    Parameters
+    ----------
+    W : numpy.ndarray
+        (B, K, K) win counts per draw (fractions allowed).
+    start : numpy.ndarray, optional
+        (K,) starting log-strengths of the single-problem ``choix`` fit.
+
+    Returns
+    -------
+    numpy.ndarray
+        (B, K) mean-zero log-strengths; a row of NaN where no finite MLE exists (or Newton did not converge).
+    """
+    W = np.asarray(W, dtype=float)
+    B, K, _ = W.shape
+    if B == 1:
+        return fit_bradley_terry(W[0], start=start)[None]
+    theta = np.full((B, K), np.nan)
+    sel = np.flatnonzero(_connected_batch(W))
+    if sel.size:
+        t, _, conv = _newton(W[sel], None, max_iter=_MAX_ITER, tol=_TOL)
+        t[~conv] = np.nan
+        theta[sel] = t
+    return theta
+
+
 def _pairs(K: int) -> tuple[np.ndarray, np.ndarray]:
     """Index arrays (i, j) of the pairs i < j."""
     i, j = np.triu_indices(K, 1)
@@ -269,7 +340,7 @@ def fit_davidson(W: np.ndarray, T: np.ndarray, *, max_iter: int = _MAX_ITER, tol
     theta = np.full((B, K), np.nan)
     lam = np.full(B, np.nan)
     conv = np.zeros(B, dtype=bool)
-    ok = np.ones(B, dtype=bool) if prior else np.array([connected(W[b], T[b]) for b in range(B)])
+    ok = np.ones(B, dtype=bool) if prior else _connected_batch(W, T)
     n_tie = T.sum((1, 2)) / 2
     n_win = W.sum((1, 2))
     ok &= n_win > 0
@@ -280,10 +351,11 @@ def fit_davidson(W: np.ndarray, T: np.ndarray, *, max_iter: int = _MAX_ITER, tol
         theta[sel], _, conv[sel] = _newton(W[sel], None, max_iter=max_iter, tol=tol, prior=prior)
         lam[sel] = -np.inf
         theta[sel[~conv[sel]]] = np.nan
-    for b in np.flatnonzero(no_tie) if not prior else ():
-        theta[b] = fit_bradley_terry(W[b])
-        lam[b] = -np.inf
-        conv[b] = np.isfinite(theta[b]).all()
+    if not prior and no_tie.any():  # Bradley-Terry: choix for one problem, a batched Newton fit for several
+        sel = np.flatnonzero(no_tie)
+        theta[sel] = _fit_bradley_terry_batch(W[sel])
+        lam[sel] = -np.inf
+        conv[sel] = np.isfinite(theta[sel]).all(1)
     sel = np.flatnonzero(with_tie)
     if sel.size:
         t, lm, c = _newton(W[sel], T[sel], max_iter=max_iter, tol=tol, prior=prior)

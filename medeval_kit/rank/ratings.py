@@ -21,7 +21,7 @@ from medeval_kit.results import Result, result_frame, result_row
 from medeval_kit.stats import percentile_interval, resample_counts
 
 from .data import COLUMNS
-from .models import TIES, fit_bradley_terry, fit_davidson, graph_problem, information, outcome_probabilities
+from .models import TIES, _fit_bradley_terry_batch, fit_davidson, graph_problem, information, outcome_probabilities
 
 __all__ = ["RankResult", "rank_models", "TIE_LABELS", "prior_label"]
 
@@ -202,7 +202,7 @@ def _fit(W: np.ndarray, T: np.ndarray, ties: str, start: np.ndarray | None = Non
     if prior:
         theta = (fit_davidson(comp, np.zeros_like(comp), prior=prior)[0] if B else np.zeros((0, k)))
     else:
-        theta = np.stack([fit_bradley_terry(comp[b], start=start) for b in range(B)]) if B else np.zeros((0, k))
+        theta = _fit_bradley_terry_batch(comp, start=start) if B else np.zeros((0, k))
     return theta, np.full(B, np.nan)
 
 

@@ -224,8 +224,75 @@ def _round_pairs(rounds: list[int], pairs: str | Sequence[tuple[int, int]]) -> l
     raise ParameterError(f"pairs must be one of {list(PAIRINGS)} or a list of pairs, not {pairs!r}")
 
 
+_PERMUTATION_MAX_N = 13
+"""scipy's ``wilcoxon(method="auto")`` runs an exact sign-flip permutation test (all 2**n flips) when the
+differences have ties or zeros and n <= 13; above that it is asymptotic."""
+
+
+def _rank_sums(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Wilcoxon's R+ along ``axis`` (zeros dropped), vectorised over the other axes.
+
+    The ranks are the average ranks of |x| among the non-zero values, as scipy's ``wilcoxon(zero_method=
+    "wilcox")`` ranks them (zeros ranked last and left out of the sums); half-integer ranks sum exactly, so
+    every R+ equals scipy's bit for bit.
+
+    Parameters
+    ----------
+    x : ndarray
+        Paired differences.
+    axis : int, default -1
+        The axis of the pairs.
+
+    Returns
+    -------
+    ndarray
+        R+ per slice along ``axis``.
+    """
+    from scipy.stats import rankdata
+
+    x = np.moveaxis(np.asarray(x, dtype=float), axis, -1)
+    r = rankdata(np.where(x == 0, np.inf, np.abs(x)), axis=-1)
+    return np.sum(np.where(x > 0, r, 0.0), axis=-1)
+
+
+def _wilcoxon_permutation(d: np.ndarray) -> tuple[float, float] | None:
+    """(statistic, p_value) of scipy's exact permutation path of ``wilcoxon(d, zero_method="wilcox")``.
+
+    scipy takes that path when ``d`` has ties or zeros and ``len(d) <= 13``; it then calls
+    ``permutation_test`` with a statistic that is not vectorised (one Python call per sign flip: 8192 for
+    n = 13). This runs the same ``permutation_test`` (same null distribution over all 2**n flips, same
+    p-value rule) with a vectorised R+. Returns None when scipy would take another path.
+
+    Parameters
+    ----------
+    d : ndarray
+        Paired differences, no NaN.
+
+    Returns
+    -------
+    tuple of float or None
+        ``(min(R+, R-), p_value)``, or None outside the permutation path.
+    """
+    from scipy.stats import permutation_test
+
+    n = len(d)
+    nonzero = np.abs(d[d != 0])
+    ties = len(np.unique(nonzero)) < len(nonzero)
+    if n > _PERMUTATION_MAX_N or not (ties or len(nonzero) < n) or not len(nonzero):
+        return None
+    r = _rank_sums(d)
+    r_minus = _rank_sums(-d)
+    p = permutation_test((d,), _rank_sums, permutation_type="samples", vectorized=True, n_resamples=9999,
+                         alternative="two-sided", axis=-1).pvalue
+    return float(min(r, r_minus)), float(p)
+
+
 def _wilcoxon(d: np.ndarray) -> tuple[float, float, str]:
-    """Return (statistic, p_value, note) of scipy's Wilcoxon signed-rank test (zero differences dropped)."""
+    """Return (statistic, p_value, note) of scipy's Wilcoxon signed-rank test (zero differences dropped).
+
+    With ties or zeros and at most 13 pairs scipy's own permutation path is slow (a Python call per sign
+    flip); :func:`_wilcoxon_permutation` computes the same numbers vectorised.
+    """
     from scipy.stats import wilcoxon
 
     if not len(d):
@@ -235,6 +302,9 @@ def _wilcoxon(d: np.ndarray) -> tuple[float, float, str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            fast = _wilcoxon_permutation(np.asarray(d, dtype=float))
+            if fast is not None:
+                return fast[0], fast[1], ""
             res = wilcoxon(d, zero_method="wilcox")
         except ValueError as exc:
             return math.nan, math.nan, f"wilcoxon undefined: {exc}"

@@ -354,11 +354,17 @@ def apply_stopping_rule(
 
 def _consistency(df: pd.DataFrame, rule: str, threshold: float, max_rounds: int | None,
                  last: pd.Series) -> tuple[int, int, int]:
-    """Traces (index of ``last``) stopped by ``rule`` at / before / never at their observed last round."""
-    d = apply_stopping_rule(df, rule, threshold, max_rounds=max_rounds, truncate=False)
-    d = d.assign(_item=d["item"].astype(str), _round=d["round"].astype("int64"))
-    derived = d[d["stop"]].groupby("_item")["_round"].first().reindex(last.index)
-    reason = d.groupby("_item")["stop_reason"].first().reindex(last.index)
+    """Traces (index of ``last``) stopped by ``rule`` at / before / never at their observed last round.
+
+    The ``stop`` flags and ``stop_reason`` of :func:`apply_stopping_rule` (``truncate=False``), without
+    copying the table or re-selecting best rounds, which the comparison does not use."""
+    _check_choice("stopping rule", rule, STOP_RULES)
+    stops = _stop_rounds(component_table(df), rule, threshold, max_rounds, "mean")
+    ids = df["item"].astype(str)
+    rr = df["round"].astype("int64")
+    stop = (rr == ids.map(stops["stop_round"])).to_numpy(bool)
+    derived = rr[stop].groupby(ids[stop].to_numpy()).first().reindex(last.index)
+    reason = ids.map(stops["stop_reason"]).fillna("end_of_trace").groupby(ids.to_numpy()).first().reindex(last.index)
     consistent = (derived == last) & (reason != "end_of_trace")
     return int(consistent.sum()), int((derived < last).sum()), int((reason == "end_of_trace").sum())
 

@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from medeval_kit.agreement.registry import REGISTRY
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import figure, paper_style
+from medeval_kit.viz.figures import figure, fixed, paper_style
 from medeval_kit.viz.intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["metric_label", "plot_kappa_heatmap", "plot_forest", "plot_ensembles", "plot_delta_forest",
@@ -66,11 +66,11 @@ def _heat_cells(pairs: pd.DataFrame, raters: list) -> tuple[np.ndarray, list[lis
     for (_, r), w in zip(pairs.iterrows(), why):
         i, j = raters.index(r["rater_a"]), raters.index(r["rater_b"])
         M[i, j] = M[j, i] = r["estimate"]
-        s = "NaN" if pd.isna(r["estimate"]) else f"{r['estimate']:.2f}"
+        s = "NaN" if pd.isna(r["estimate"]) else fixed(r['estimate'], 2)
         if w:
             s += "\nno CI"
         elif pd.notna(r["estimate"]):
-            s += f"\n[{r['ci_low']:.2f}, {r['ci_high']:.2f}]"
+            s += f"\n[{fixed(r['ci_low'], 2)}, {fixed(r['ci_high'], 2)}]"
         txt[i][j] = txt[j][i] = s
     return M, txt, [w for w in why if w]
 
@@ -176,7 +176,7 @@ def plot_forest(table: pd.DataFrame, *, design: str | None = None, title: str | 
                     why.append(f"humans: {w}")
                 else:
                     ax.axvspan(c["ci_low"], c["ci_high"], color="0.85", zorder=0, label="humans 95% CI")
-                ax.axvline(c["estimate"], color="0.4", ls="--", lw=0.8, label=f"humans {c['estimate']:.3f}")
+                ax.axvline(c["estimate"], color="0.4", ls="--", lw=0.8, label=f"humans {fixed(c['estimate'], 3)}")
         y = np.arange(len(judges))[::-1]
         why += draw_estimates(ax, y, judges["estimate"], judges["ci_low"], judges["ci_high"], horizontal=True,
                               n=judges["n_items"] if "n_items" in judges else None, color="C0",

@@ -106,8 +106,8 @@ def plot_search_optimism(
         handles, labels = axes[0].get_legend_handles_labels()
         fig.legend(handles, labels, frameon=False, fontsize=6.5, loc="lower center", bbox_to_anchor=(0.5, 0.98),
                    ncol=len(labels))
-        if title:
-            fig.suptitle(title, fontsize=9, y=1.12)
+        if title:  # above the legend; a title of several lines starts higher
+            fig.suptitle(title, fontsize=9, y=1.12 + 0.06 * title.count("\n"))
     return fig
 
 

@@ -14,7 +14,7 @@ import pandas as pd
 import seaborn as sns
 
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, paper_style
+from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, fixed, paper_style
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
 __all__ = ["plot_difficulty_discrimination", "plot_distractors", "plot_icc", "plot_recovery", "plot_p_by_label"]
@@ -196,7 +196,7 @@ def plot_icc(icc: pd.DataFrame, *, items: Sequence[str] | None = None, band: boo
             if d.empty:
                 continue
             ax.plot(d["theta"], d["p"], color=colors[k % len(colors)], lw=1,
-                    label=f"{it} (a={d['a'].iloc[0]:.2f}, b={d['b'].iloc[0]:.2f})")
+                    label=f"{it} (a={fixed(d['a'].iloc[0], 2)}, b={fixed(d['b'].iloc[0], 2)})")
             if band:
                 ax.fill_between(d["theta"], d["ci_low"], d["ci_high"], color=colors[k % len(colors)], alpha=0.15, lw=0)
         ax.set_ylim(0, 1)

@@ -11,7 +11,7 @@ import pandas as pd
 import seaborn as sns
 
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import PALETTE, figure, paper_style
+from medeval_kit.viz.figures import PALETTE, figure, fixed, paper_style
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
 __all__ = ["RANK_METRIC_LABELS", "plot_ratings", "plot_rank_agreement", "plot_win_probability", "plot_elo_orders"]
@@ -186,7 +186,8 @@ def plot_win_probability(win_probability: pd.DataFrame, judge: str, *, value: st
     M = d.pivot(index="model", columns="opponent", values=value).reindex(index=models, columns=models)
     with paper_style():
         fig, ax = _axes(ax, aspect=0.85)
-        sns.heatmap(M, ax=ax, vmin=0, vmax=1, cmap="vlag", center=0.5, annot=True, fmt=".2f", cbar=False,
+        labels = M.map(lambda v: "" if pd.isna(v) else fixed(v, 2))
+        sns.heatmap(M, ax=ax, vmin=0, vmax=1, cmap="vlag", center=0.5, annot=labels, fmt="", cbar=False,
                     annot_kws={"fontsize": 6}, square=True)
         ax.set_xlabel("opponent")
         ax.set_ylabel("model")
