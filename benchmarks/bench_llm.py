@@ -175,10 +175,10 @@ def bench_execution(n: int, latency: float, concurrency: int, rounds: int, worke
     print(f"  throughput ratio ours / bare httpx2 = {h / o:.3f} (target >= 0.95); ours / bare httpx2 over "
           f"{pools} pools = {hp / o:.3f}")
     sc = statistics.median(stub_cpu)
-    floor = n * statistics.median(cpu["bare httpx2 + Semaphore"]) / 1e3
+    floor = n * min(statistics.median(cpu[k]) for k in names if k.startswith("bare")) / 1e3
     print(f"  stub CPU {sc:.2f} ms/req: the stub alone could serve {1e3 / sc:,.0f} req/s per core; the ideal needs "
-          f"{concurrency / latency:,.0f} req/s. One client process (one core) needs >= {floor:.2f} s at bare httpx2's "
-          f"CPU per request: efficiency <= {min(1.0, ideal / floor):.2f} whatever the stub")
+          f"{concurrency / latency:,.0f} req/s. One client process (one core) needs >= {floor:.2f} s at the CPU per "
+          f"request of the cheaper bare httpx2: efficiency <= {min(1.0, ideal / floor):.2f} whatever the stub")
     print("  all rounds: " + "; ".join(f"{k} {['%.2f' % x for x in v]}" for k, v in wall.items()))
 
 

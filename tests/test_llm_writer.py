@@ -242,13 +242,57 @@ def test_a_slot_never_holds_more_than_one_call_sent_or_paid_but_not_committed(tm
                 state["sent"] -= 1
 
     client = Client("openai/m@http://127.0.0.1:9/v1", cache_mode=mode, cache_path=tmp_path / "c.sqlite",
-                    concurrency=concurrency, backoff_base=0.0, backoff_max=0.0)
+                    concurrency=concurrency, backoff_base=0.0, backoff_max=0.0, max_retries=30)
     client._providers[str(client.spec)] = Fake(client.spec)
     out = client.run([Request(messages=[{"role": "user", "content": f"q{i}"}]) for i in range(300)], progress=False)
-    assert all(r.error is None and r.cache_error is None for r in out)
+    assert [r.error for r in out if r.error or r.cache_error] == []
     assert state["sends"] > 400  # retries happened
     assert state["worst"] <= concurrency, state
     assert len(Cache(tmp_path / "c.sqlite")) == 300
+
+
+def test_a_run_starts_a_window_of_calls_not_one_task_per_request(tmp_path, monkeypatch):
+    """At most WINDOW x concurrency calls are started and unfinished at once (the garbage collector scans
+    them all at each full collection), in request order, and every request is answered, retries included."""
+    import random
+
+    from medeval_kit.llm import calls
+    from medeval_kit.llm.errors import ProviderError
+    from medeval_kit.llm.execute import Client
+    from medeval_kit.llm.providers import Completion, Provider
+
+    state = {"alive": 0, "most": 0, "order": []}
+    orig_run = calls.Call.run
+
+    async def run(self):
+        state["alive"] += 1
+        state["most"] = max(state["most"], state["alive"])
+        state["order"].append(self.request.messages[0]["content"])
+        try:
+            return await orig_run(self)
+        finally:
+            state["alive"] -= 1
+
+    monkeypatch.setattr(calls.Call, "run", run)
+    rng = random.Random(1)
+
+    class Fake(Provider):
+        uses_network = True
+
+        async def acomplete(self, request):
+            await asyncio.sleep(rng.uniform(0, 0.002))
+            if rng.random() < 0.2:
+                raise ProviderError("HTTP 500: oops", retryable=True, status=500)
+            return Completion(text="ok", prompt_tokens=1, completion_tokens=1)
+
+    client = Client("openai/m@http://127.0.0.1:9/v1", cache_path=tmp_path / "c.sqlite", concurrency=3,
+                    backoff_base=0.001, backoff_max=0.002, max_retries=30)
+    client._providers[str(client.spec)] = Fake(client.spec)
+    reqs = [Request(messages=[{"role": "user", "content": f"q{i}"}]) for i in range(200)]
+    out = client.run(reqs, progress=False)
+    assert all(r.error is None for r in out) and client.last_run.n_retries > 20
+    assert 3 < state["most"] <= calls.WINDOW * 3
+    assert state["order"] == [f"q{i}" for i in range(200)]
 
 
 def test_http_pools_follow_the_calls_in_flight(env):

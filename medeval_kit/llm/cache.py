@@ -302,7 +302,8 @@ class Cache:
         rows = []
         for e in entries:
             e = dict(e)
-            e.setdefault("created_utc", utcnow())
+            if "created_utc" not in e:  # not setdefault, which would format the time for every row
+                e["created_utc"] = utcnow()
             e.setdefault("source", "live")
             for k in ("raw_json", "request_json"):
                 if e.get(k) is not None and not isinstance(e[k], str):

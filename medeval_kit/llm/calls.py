@@ -6,8 +6,9 @@ tally its :class:`~medeval_kit.llm.types.RunStats` is made from. :class:`Call` t
 through **lease** (another process may already be calling it) -> **admit** (rate limits, then the
 budget and the run ledger reserve the call's ceiling) -> **fence** (the lease is surely still ours, else
 taken again; see :mod:`medeval_kit.llm.leases`) -> **send** (with a safety-net timeout) -> **record**
-(settle the budget at the reported usage and store the reply), and **back off** and retry while the
-failure is worth retrying.
+(settle the budget at the reported usage and queue the reply for the cache, which frees the slot; the call
+is done once the reply is committed, see :mod:`medeval_kit.llm.writer`), and **back off** and retry while
+the failure is worth retrying.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ SAFETY_TIMEOUT_S = 5.0  # added to the client's timeout: a net over httpx2's own
 # ends the request), and a request gets at most this many in all (other transient faults in between).
 MAX_BROKEN_BODIES = 2
 MISSING_SHOWN = 20  # missing requests listed by a replay error
+WINDOW = 4  # requests started and not finished, per concurrency slot (see Run._call_all)
 
 
 @dataclasses.dataclass
@@ -197,23 +199,63 @@ class Run:
 
     # ------------------------------------------------------------------ the calls
     async def execute(self, progress: bool, desc: str | None) -> None:
-        """Call every request of ``todo`` concurrently; always close what the run opened."""
+        """Call every request of ``todo`` (:meth:`_call_all`); always close what the run opened."""
         cache = self.client.cache
         if progress:
             self._open_bar(desc)
         providers: list[Provider] = []
         try:
             providers = self._providers()
-            # replies, lease takes and releases are written in batches by one thread (group commit)
+            # replies, lease takes and releases are written in batches (group commit, see writer.py)
             self.writer = CacheWriter(cache) if cache.writes and self.todo else None
             # leases keep processes that share the cache from paying twice (``use`` mode only: ``refresh``
             # re-samples on purpose, ``off`` shares nothing); taken just before sending, never ahead
             self.leases = Leases(cache, self.writer) if cache.mode == "use" and self.todo else None
             for p in providers:
                 await p.open()
-            await asyncio.gather(*(self._one(k, i) for k, i in self.todo))
+            await self._call_all()
         finally:
             await self._close(providers)
+
+    async def _call_all(self) -> None:
+        """Call every request of ``todo``, in order, with at most :data:`WINDOW` x the concurrency slots of
+        them started and not finished: enough to keep every slot busy while others back off, wait for a
+        peer or for their cache write, and a few thousand objects for the garbage collector to scan at
+        every full collection, not a task, a call and their frames per request of the run (the GC took
+        over a tenth of a 20,000-request run). The first failure cancels the rest."""
+        loop = asyncio.get_running_loop()
+        window = WINDOW * max(1, sum(s.size for s in self.slots.values()))
+        todo = iter(self.todo)
+        running: set[asyncio.Task] = set()
+        finished = loop.create_future()
+
+        def start() -> None:
+            while len(running) < window and not finished.done():
+                nxt = next(todo, None)
+                if nxt is None:
+                    if not running:
+                        finished.set_result(None)
+                    return
+                task = loop.create_task(self._one(*nxt))
+                running.add(task)
+                task.add_done_callback(done)
+
+        def done(task: asyncio.Task) -> None:
+            running.discard(task)
+            if not task.cancelled() and task.exception() is not None:
+                if not finished.done():
+                    finished.set_exception(task.exception())
+                return
+            start()
+
+        start()
+        try:
+            await finished
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
 
     async def _one(self, key: str, i: int) -> None:
         """Call request ``i`` and keep its Response under ``key``."""
