@@ -3,6 +3,10 @@
 ``make test`` exports MEDEVAL_CACHE_MODE=replay so that executed notebooks (nbval) can never make a
 real LLM call. Unit tests choose their cache mode explicitly, so the override is removed here.
 
+Kernels fork from a warm process (``medeval_kit/cli/warm_kernels.py``) in each process that runs tests which start
+notebook kernels (nbval's and ``medeval run``'s), with the thread counts ``medeval run`` gives its kernels;
+``MEDEVAL_WARM_KERNELS=0`` starts every kernel cold.
+
 A test run leaves the checkout as it found it: with ``MEDEVAL_CHECK_TREE=1`` (``make test`` sets it),
 ``git status --porcelain`` is read when the session starts and again when it ends (in the main process,
 also under pytest-xdist), and a difference fails the run, naming the files.
@@ -80,6 +84,49 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(autouse=True)
 def _no_global_cache_mode(monkeypatch):
     monkeypatch.delenv("MEDEVAL_CACHE_MODE", raising=False)
+
+
+# Test files that start notebook kernels (besides the notebooks under nbval)
+KERNEL_FILES = {
+    "test_runner.py", "test_run_notebook.py", "test_your_data.py", "test_notebooks.py", "test_runner_safety.py",
+    "test_secrets_notebook.py", "test_project_report.py", "test_paths.py", "test_environment.py",
+    "test_llm_parse_secrets.py", "test_warm_kernels.py",
+}
+
+
+def _runs_tests(config) -> bool:
+    """This process runs tests: an xdist worker, or a run without xdist."""
+    return hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None)
+
+
+def pytest_collection_finish(session):
+    config = session.config
+    if not _runs_tests(config) or os.environ.get("MEDEVAL_WARM_KERNELS") == "0":
+        return
+    if not any(i.path.suffix == ".ipynb" or i.path.name in KERNEL_FILES for i in session.items):
+        return
+    import contextlib
+
+    from medeval_kit.cli import runner, warm_kernels
+
+    try:
+        import nbval.kernel
+    except ImportError:
+        pass
+    else:
+        nbval.kernel.KernelManager = warm_kernels.WarmKernelManager
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
+    for name in runner.THREAD_VARIABLES:  # as `medeval run --jobs <workers>` would set them
+        os.environ.setdefault(name, str(max(1, (os.cpu_count() or 1) // workers)))
+    stack = contextlib.ExitStack()
+    stack.enter_context(warm_kernels.warm_kernels())
+    config._medeval_warm = stack
+
+
+def pytest_unconfigure(config):
+    stack = getattr(config, "_medeval_warm", None)
+    if stack is not None:
+        stack.close()
 
 
 def _git_status() -> str | None:

@@ -239,6 +239,8 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
 
     import papermill as pm
 
+    from medeval_kit.cli.warm_kernels import WarmKernelManager
+
     logging.getLogger("papermill").setLevel(logging.WARNING)
     t0 = time.perf_counter()
     log = Path(out).parent / CALL_LOG  # the kernel's LLM clients append their call records here
@@ -253,7 +255,7 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
             try:
                 pm.execute_notebook(
                     str(_notebook_path(run.notebook)), out, parameters=params, cwd=cwd,
-                    kernel_name=kernel, progress_bar=False, log_output=False,
+                    kernel_name=kernel, progress_bar=False, log_output=False, kernel_manager_class=WarmKernelManager,
                 )
             except pm.PapermillExecutionError as exc:
                 return time.perf_counter() - t0, exc.exec_count, f"{exc.ename}: {str(exc.evalue)[:300]}"
@@ -443,9 +445,16 @@ def run_studies(
     share_cores(jobs)
     workdir = Path(cwd) if cwd else root / "notebooks"
     workdir.mkdir(parents=True, exist_ok=True)  # a project's studies read ../data/... from here, notebooks or not
-    with run_environment(run_id or new_run_id(), cap), project_env(root):  # kernels resolve the same project
+    from medeval_kit.cli.warm_kernels import WarmKernels, warm_kernels
+
+    # kernels resolve the same project and, when there are more runs than jobs, fork from one warm process that
+    # imported the toolkit while the first ones started (cli/warm_kernels.py)
+    warm_cm = warm_kernels() if len(runs) > max(1, jobs) else contextlib.nullcontext(WarmKernels())
+    with run_environment(run_id or new_run_id(), cap), project_env(root), warm_cm as warm:
         results = _execute_all(runs, by_id, prepared, refs, declared, out=out, jobs=jobs, kernel=kernel,
                                progress=progress, allow_failed_calls=allow_failed_calls, root=root, cwd=workdir)
+    if progress and warm.summary():
+        print(warm.summary(), file=sys.stderr)
     return [results[r.id] for r in runs]
 
 
