@@ -8,8 +8,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.medeval-installed
 JOBS   ?= 2
 
-# llama-cpp-python (extra "local") builds from source; portable flags keep the wheel cacheable.
-export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF
+# llama-cpp-python (extra "local") builds from source; portable flags keep the wheel cacheable. Only what the
+# embedded model needs: no multimodal library (LLAVA), none of llama.cpp's tests, tools, examples, server or app
+# binaries (already off when llama-cpp-python builds llama.cpp as a subproject; said here so an upstream default
+# cannot turn them on), no HTTPS (the model is a local file). llama-cpp-python forces its "common" library on.
+export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
@@ -38,13 +42,11 @@ figures: setup
 	$(BIN)/medeval report
 
 # Each marimo app exported to a self-contained HTML page (outputs embedded; the page loads
-# marimo's frontend from its CDN when opened).
+# marimo's frontend from its CDN when opened), JOBS at a time; one that fails fails the target.
 apps: setup
 	@mkdir -p figures/apps
-	@for app in $(APPS); do \
-	  name=$$(basename $$app .py); \
-	  $(BIN)/marimo export html $$app -o figures/apps/$$name.html --force >/dev/null && echo "exported figures/apps/$$name.html"; \
-	done
+	@printf '%s\n' $(APPS) | xargs -P $(JOBS) -n 1 sh -c 'name=$$(basename "$$1" .py); \
+	  $(BIN)/marimo export html "$$1" -o figures/apps/$$name.html --force >/dev/null && echo "exported figures/apps/$$name.html"' sh
 
 # The whole suite, on TEST_JOBS processes (pytest-xdist, file by file: a notebook's cells share one kernel). The
 # notebooks run under nbval from a scratch copy (.nbval/: the notebooks, the committed tables they read, the

@@ -118,3 +118,27 @@ def test_position_bias_speaks_cli(capsys, tmp_path):
     assert "use slot_preference" not in err
     err = _error(capsys, ["position-bias", str(p), "--n-boot", "-3"])
     assert "--n-boot must be 0 or more" in err and "-3" in err
+
+
+def test_each_command_imports_only_its_own_module_and_the_table_says_which():
+    """``medeval <command>`` builds its parser from the module ``COMMANDS`` names; the table matches what every
+    module registers, and a fresh ``medeval run --help`` imports neither scipy.stats nor the agreement module."""
+    import argparse
+    import importlib
+    import subprocess
+    import sys
+
+    from medeval_kit import cli
+
+    registered = {}
+    for name in cli.COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(name).register_cli(sub)
+        registered.update(dict.fromkeys(sub.choices, name))
+    assert registered == cli.COMMANDS
+    code = ("import sys; from medeval_kit.cli import main\n"
+            "try:\n    main(['run', '--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('scipy.stats', 'medeval_kit.agreement', 'medeval_kit.cli.agreement') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip().splitlines()[-1] == "[]", out.stderr

@@ -29,20 +29,42 @@ COMMAND_MODULES = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level argument parser with every registered sub-command."""
+# The sub-commands each module registers (tests/test_cli_words.py checks this against register_cli): a command
+# imports only its own module, not the numerical stack of every other command (~2 s per process).
+COMMANDS = {
+    "init": "medeval_kit.cli.init",
+    "run": "medeval_kit.cli.runner", "list": "medeval_kit.cli.runner", "params": "medeval_kit.cli.runner",
+    "agreement": "medeval_kit.cli.agreement", "judge-vs-humans": "medeval_kit.cli.agreement",
+    "alt-test": "medeval_kit.cli.alt_test",
+    "plan": "medeval_kit.cli.plan",
+    "position-bias": "medeval_kit.cli.bias",
+    "import": "medeval_kit.cli.imports",
+    "cache": "medeval_kit.cli.cache", "reparse": "medeval_kit.cli.cache",
+    "rounds": "medeval_kit.cli.rounds",
+    "rank": "medeval_kit.cli.rank",
+    "items": "medeval_kit.cli.items",
+    "judge": "medeval_kit.cli.judge",
+    "report": "medeval_kit.cli.report",
+    "bench": "medeval_kit.cli.bench",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Return the top-level argument parser: with only the module of ``command`` when it names a known
+    sub-command, else with every registered sub-command (``--help``, a typo)."""
     parser = argparse.ArgumentParser(
         prog="medeval", description="Evaluate LLMs as generators and judges in medicine."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).register_cli(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(words[0] if words and not words[0].startswith("-") else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

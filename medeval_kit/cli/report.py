@@ -258,32 +258,34 @@ def _show_float(x: float, decimals: int | None) -> str:
 def display_table(df: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     """Return ``df`` as strings for reading (counts as integers, floats at 3 significant digits per column, long
     text cut) and the names of its numeric columns; ``ours`` beside ``published`` at the printed precision."""
-    out = pd.DataFrame(index=df.index)
+    cols: dict[str, list[str]] = {}  # built as lists, one frame at the end (column by column costs ~20 ms a table)
     numeric = []
     for col in df.columns:
         s = df[col]
         if col == "published":
-            out[col] = s.fillna("").astype(str)
+            cols[col] = s.fillna("").astype(str).tolist()
             continue
         if col == "ours" and "published" in df.columns:
             try:
-                out[col] = [show_ours(str(p), o if pd.notna(o) else None) for p, o in zip(df["published"], s)]
+                cols[col] = [show_ours(str(p), o if pd.notna(o) else None) for p, o in zip(df["published"], s)]
                 numeric.append(col)
                 continue
             except (DataFileError, TypeError, ValueError):  # not printed values: shown like any other column
                 pass
         if pd.api.types.is_bool_dtype(s) or not pd.api.types.is_numeric_dtype(s):
-            text = s.map(lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else str(v))
-            out[col] = text.map(lambda v: v if len(v) <= CELL_CHARS else v[:CELL_CHARS - 1] + "…")
+            text = ["" if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA else str(v)
+                    for v in s.tolist()]
+            cols[col] = [v if len(v) <= CELL_CHARS else v[:CELL_CHARS - 1] + "…" for v in text]
             continue
         numeric.append(col)
-        x = s.astype(float)
-        finite = x[x.map(math.isfinite)]
-        if (finite == finite.round()).all() and (finite.abs() < 2**53).all():
-            out[col] = x.map(lambda v: str(int(v)) if math.isfinite(v) else _show_float(v, 0))
+        x = s.astype(float).tolist()
+        finite = [v for v in x if math.isfinite(v)]
+        if all(v == round(v) and abs(v) < 2**53 for v in finite):
+            cols[col] = [str(int(v)) if math.isfinite(v) else _show_float(v, 0) for v in x]
         else:
-            d = None if P_VALUE.match(str(col)) else _fixed_decimals(x)
-            out[col] = [_show_float(v, d) for v in x]
+            d = None if P_VALUE.match(str(col)) else _fixed_decimals(pd.Series(x, dtype=float))
+            cols[col] = [_show_float(v, d) for v in x]
+    out = pd.DataFrame(cols, index=df.index, columns=list(df.columns)) if cols else pd.DataFrame(index=df.index)
     return out, numeric
 
 
