@@ -25,10 +25,20 @@ help:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# Re-install only when the dependency list changes: a warm `make` is a no-op here.
+# Re-install only when the dependency list changes: a warm `make` is a no-op here. llama-cpp-python (pinned in
+# pyproject.toml's extra "local") compiles for minutes: its wheel is built while pip installs everything else,
+# then installed from it.
+LLAMA_PIN := $(shell sed -n 's/^ *"\(llama-cpp-python==[^"]*\)".*/\1/p' pyproject.toml | head -n 1)
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip "setuptools>=77"
-	$(BIN)/python -m pip install -q -e '.[dev,local]'
+	@rm -rf $(VENV)/wheels; mkdir -p $(VENV)/wheels; build=; \
+	if [ -n '$(LLAMA_PIN)' ]; then \
+	  $(BIN)/python -m pip wheel -q --no-deps -w $(VENV)/wheels '$(LLAMA_PIN)' > $(VENV)/llama-build.log 2>&1 & build=$$!; \
+	fi; \
+	$(BIN)/python -m pip install -q -e '.[dev]' || { [ -z "$$build" ] || kill $$build 2>/dev/null; exit 1; }; \
+	[ -z "$$build" ] || wait $$build || { cat $(VENV)/llama-build.log; echo "error: building $(LLAMA_PIN) failed"; exit 1; }
+	$(BIN)/python -m pip install -q -e '.[dev,local]' --find-links $(VENV)/wheels
+	@rm -rf $(VENV)/wheels
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (medeval_kit)" >/dev/null
 	@touch $(STAMP)
 

@@ -90,7 +90,7 @@ def _no_global_cache_mode(monkeypatch):
 KERNEL_FILES = {
     "test_runner.py", "test_run_notebook.py", "test_your_data.py", "test_notebooks.py", "test_runner_safety.py",
     "test_secrets_notebook.py", "test_project_report.py", "test_paths.py", "test_environment.py",
-    "test_llm_parse_secrets.py", "test_warm_kernels.py",
+    "test_llm_parse_secrets.py", "test_warm_kernels.py", "test_cli_judge.py",
 }
 
 
