@@ -682,7 +682,7 @@ async def serve_async(port: int = 0, latency: float = 0.0, ready=None, sock: Any
                 writer.write(b"HTTP/1.1 " + code + b"\r\ncontent-type: application/json\r\ncontent-length: "
                              + str(len(data)).encode() + b"\r\n\r\n" + data)
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):  # cancelled: shutting down
             pass
         finally:
             writer.close()
@@ -694,10 +694,16 @@ async def serve_async(port: int = 0, latency: float = 0.0, ready=None, sock: Any
     if ready is not None:
         ready(server.sockets[0].getsockname()[1])
     watch = asyncio.ensure_future(orphaned()) if parent is not None else None
+    try:  # SIGTERM closes the server between callbacks (a KeyboardInterrupt raised inside one left tracebacks)
+        import signal
+
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, server.close)
+    except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+        pass
     try:
         async with server:
             await server.serve_forever()
-    except asyncio.CancelledError:  # closed by orphaned()
+    except asyncio.CancelledError:  # closed by orphaned() or SIGTERM
         pass
     finally:
         if watch is not None:
@@ -709,7 +715,6 @@ def serve_workers(workers: int, port: int = 0, latency: float = 0.0) -> int:
     connections over them), for clients whose concurrency one process cannot serve. Prints ``READY <url>``
     once every worker listens; stops them all on SIGTERM or SIGINT."""
     import asyncio
-    import signal
     import subprocess
 
     sock = reuseport_socket(port)
@@ -721,8 +726,7 @@ def serve_workers(workers: int, port: int = 0, latency: float = 0.0) -> int:
             line = c.stdout.readline().strip()
             if not line.startswith("READY "):
                 raise RuntimeError(f"a stub worker did not start: {line!r}")
-        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-        try:
+        try:  # SIGTERM: serve_async closes its server
             asyncio.run(serve_async(latency=latency, sock=sock,
                                     ready=lambda p: print(f"READY http://127.0.0.1:{p}", flush=True)))
         except KeyboardInterrupt:
@@ -751,10 +755,8 @@ def main(argv: list[str] | None = None) -> int:
         return serve_workers(a.workers, a.port, a.latency)
     if a.asyncio:
         import asyncio
-        import signal
 
-        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
-        try:
+        try:  # SIGTERM: serve_async closes its server
             asyncio.run(serve_async(a.port, a.latency, sock=reuseport_socket(a.port) if a.reuseport else None,
                                     ready=lambda port: print(f"READY http://127.0.0.1:{port}", flush=True),
                                     parent=os.getppid() if a.reuseport else None))

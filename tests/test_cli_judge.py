@@ -206,11 +206,11 @@ def test_judging_notebook_judges_your_items_like_the_command(stub, env, monkeypa
     out = env / "nb"
     out.mkdir()
     params = dict(zip(["item", "question", "answer_a", "answer_b", "model_a", "model_b"], PAIR_COLS[1::2]))
-    from medeval_kit.cli.warm_kernels import WarmKernelManager
+    from medeval_kit.cli.warm_kernels import AsyncWarmKernelManager
 
     pm.execute_notebook(str(ROOT / "notebooks" / "judging.ipynb"), str(out / "judging.ipynb"),
                         cwd=str(ROOT / "notebooks"), progress_bar=False, kernel_name="python3",
-                        kernel_manager_class=WarmKernelManager,  # a fork of tests/conftest.py's warm process
+                        kernel_manager_class=AsyncWarmKernelManager,  # a fork of tests/conftest.py's warm process
                         parameters={"items_path": str(items), "judge_model": _model(stub), "repeats": 1, "n_boot": 0,
                                     "figures_dir": str(out / "figures"), "tables_dir": str(out / "tables"), **params})
     nb = pd.read_csv(out / "tables" / "judgments.csv", dtype={"item": str})

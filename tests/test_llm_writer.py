@@ -328,3 +328,161 @@ def test_known_keys_are_read_at_each_redaction(monkeypatch):
     assert "zz-later-secret-98765" not in known_keys() and "yy-changed-secret-4321" in known_keys()
     monkeypatch.delenv("MY_SERVICE_API_KEY")
     assert "yy-changed-secret-4321" not in known_keys()
+
+
+# --------------------------------------------------------------------------- CPU per call (issue: ours vs bare httpx2)
+def test_a_slot_handed_over_takes_its_lease_in_the_batch_of_the_last_reply(tmp_path, writers):
+    """A call handed a busy slot queues its lease take at once, in the batch that commits the reply of the call
+    that freed the slot: one batch per call, not two (a reply, then a take a turn of the loop later), and no
+    turn of the event loop between getting the slot and sending."""
+    from medeval_kit.llm.execute import Client
+    from medeval_kit.llm.providers import Completion, Provider
+
+    sent: list[int] = []
+
+    class Fake(Provider):
+        uses_network = True
+
+        async def acomplete(self, request):
+            sent.append(len(Cache(tmp_path / "c.sqlite")))  # replies committed when this one is sent
+            await asyncio.sleep(0.001)
+            return Completion(text="ok", prompt_tokens=1, completion_tokens=1)
+
+    client = Client("openai/m@http://127.0.0.1:9/v1", cache_path=tmp_path / "c.sqlite", concurrency=1)
+    client._providers[str(client.spec)] = Fake(client.spec)
+    n = 30
+    out = client.run([Request(messages=[{"role": "user", "content": f"q{i}"}]) for i in range(n)], progress=False)
+    assert all(r.error is None and r.cache_error is None for r in out)
+    [w] = writers
+    assert w.n_batches <= n + 2, w.n_batches
+    assert sent == list(range(n))  # each call sent only once the reply before it was committed
+    assert _leases(tmp_path / "c.sqlite") == 0
+
+
+def test_slots_call_granted_only_when_a_busy_slot_is_handed_over():
+    from medeval_kit.llm.limits import Slots
+
+    async def go():
+        slots, got = Slots(1), []
+        await slots.acquire(granted=lambda: got.append("free"))  # free at once: no hand-over
+        waiter = asyncio.ensure_future(slots.acquire(granted=lambda: got.append("handed")))
+        await asyncio.sleep(0)
+        assert got == []
+        slots.release()
+        assert got == ["handed"] and not waiter.done()  # called before the waiter resumes
+        await waiter
+        slots.release()
+        return slots._free
+
+    assert asyncio.run(go()) == 1
+
+
+def test_a_lease_take_queued_for_a_call_that_never_sends_is_released(tmp_path):
+    """A call cancelled between the hand-over of its slot and its lease take: the take is written all the
+    same (it was queued), then released, so another process need not wait for the lease to expire."""
+    from medeval_kit.llm.leases import Leases
+
+    path = tmp_path / "c.sqlite"
+    cache = Cache(path)
+    cache.put(_entry("warm-up"))
+
+    async def go():
+        w = CacheWriter(cache)
+        leases = Leases(cache, w, ttl=60)
+        fut = leases.take_soon("k")
+        leases.drop(fut, "k")
+        state, _, _ = await asyncio.shield(fut)
+        await w.aclose()
+        leases.stop()
+        return state
+
+    assert asyncio.run(go()) == "mine"
+    assert _leases(path) == 0
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="3.10 keeps asyncio.wait_for per call")
+def test_the_safety_net_ends_a_call_the_provider_never_answers(tmp_path, monkeypatch):
+    """One timer per run (not one per call) cancels a call past the client's timeout + the safety margin: the
+    attempt fails as a timeout (retried, counted as possibly billed), and the run ends."""
+    from medeval_kit.llm import calls
+    from medeval_kit.llm.execute import Client
+    from medeval_kit.llm.providers import Completion, Provider
+
+    monkeypatch.setattr(calls, "SAFETY_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(calls, "DEADLINE_TICK_S", 0.02)
+    attempts = []
+
+    class Hangs(Provider):
+        uses_network = True
+
+        async def acomplete(self, request):
+            attempts.append(request.messages[0]["content"])
+            if request.messages[0]["content"] == "hang":
+                await asyncio.Event().wait()  # a provider whose own timeouts failed
+            await asyncio.sleep(0.01)
+            return Completion(text="ok", prompt_tokens=1, completion_tokens=1)
+
+    client = Client("openai/m@http://127.0.0.1:9/v1", cache_path=tmp_path / "c.sqlite", concurrency=2,
+                    timeout=0.05, max_retries=1, backoff_base=0.0, backoff_max=0.0)
+    client._providers[str(client.spec)] = Hangs(client.spec)
+    t0 = time.perf_counter()
+    out = client.run([Request(messages=[{"role": "user", "content": c}]) for c in ("hang", "fine")],
+                     progress=False)
+    assert time.perf_counter() - t0 < 5
+    assert out[1].error is None and out[1].text == "ok"
+    assert out[0].error is not None and "timeout" in out[0].error and out[0].attempts == 2
+    assert attempts.count("hang") == 2 and client.last_run.n_unconfirmed == 2
+    assert len(Cache(tmp_path / "c.sqlite")) == 1 and _leases(tmp_path / "c.sqlite") == 0
+
+
+def test_the_stored_reply_is_the_body_as_received_and_its_request_hashes_to_its_key(env):
+    """The reply body is stored as the server sent it (not decoded and encoded again), the canonical request
+    as the text its key hashes (not encoded a second time)."""
+    import hashlib
+    import json
+
+    with StubServer(latency=0.0) as srv:
+        path = env / "c.sqlite"
+        reqs = [Request(messages=[{"role": "user", "content": f"q{i} é"}]) for i in range(5)]
+        fast(f"openai/m@{srv.openai_url}", cache_path=path).run(reqs, progress=False)
+    rows = list(Cache(path).iter_entries())
+    assert len(rows) == 5
+    for row in rows:
+        assert hashlib.sha256(row["request_json"].encode()).hexdigest() == row["key"]
+        raw = json.loads(row["raw_json"])
+        assert raw["choices"][0]["message"]["content"] == row["text"]
+
+
+def test_a_body_escaping_a_key_unusually_is_encoded_again_and_redacted(monkeypatch):
+    """A body written with escapes json.dumps never uses (``\\/``, ``\\u``) could hide a key from the
+    redaction of its plain and JSON-escaped forms: such a body is decoded and encoded again before it is
+    stored, so the key is found."""
+    import json
+
+    from medeval_kit.llm.providers import Completion
+    from medeval_kit.llm.record import cache_entry
+    from medeval_kit.llm.types import parse_model
+
+    k = "abc/def/ghi-jkl/mno/123"
+    monkeypatch.setenv("MY_SERVICE_API_KEY", k)
+    for text in ('{"echo": "%s"}' % k.replace("/", "\\/"), '{"echo": "%s"}' % k.replace("a", "\\u0061")):
+        c = Completion(text="ok", raw=json.loads(text), raw_text=text)
+        entry = cache_entry("key", parse_model("openai/m"), "{}", c, 0.0, source="live")
+        assert json.loads(entry["raw_json"]) == {"echo": "***"}, entry["raw_json"]
+    plain = '{"echo": "%s"}' % k
+    c = Completion(text="ok", raw=json.loads(plain), raw_text=plain)
+    assert json.loads(cache_entry("key", parse_model("openai/m"), "{}", c, 0.0, source="live")["raw_json"]) \
+        == {"echo": "***"}
+
+
+def test_utcnow_keeps_its_format():
+    import re
+    from datetime import datetime, timezone
+
+    from medeval_kit.llm.cache import utcnow
+
+    before = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    stamps = [utcnow() for _ in range(2000)]
+    after = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", s) for s in stamps)
+    assert before <= stamps[0] and stamps == sorted(stamps) and stamps[-1] <= after

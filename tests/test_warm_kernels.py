@@ -167,7 +167,8 @@ def test_the_warm_process_leaves_when_its_parent_does(tmp_path):
     script.write_text(
         "import os, subprocess, sys, time\n"
         "code = 'from medeval_kit.cli import warm_kernels as wk; wk.PRELOAD = (); wk.main(sys.argv[1:])'\n"
-        "p = subprocess.Popen([sys.executable, '-c', 'import sys; ' + code, sys.argv[1], str(os.getpid())])\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import sys; ' + code, sys.argv[1], str(os.getpid())],\n"
+        "                     stdin=subprocess.DEVNULL)\n"
         "print(p.pid, flush=True)\n"
         "time.sleep(60)\n")
     runner = subprocess.Popen([sys.executable, str(script), str(sock)], stdout=subprocess.PIPE, text=True)
@@ -252,3 +253,36 @@ def test_the_toolkit_reads_no_environment_variable_at_import_time():
     for path in pkg.rglob("*.py"):
         walk(ast.parse(path.read_text(encoding="utf-8")), path.relative_to(pkg.parent))
     assert found == []
+
+
+def test_the_environment_it_compares_with_never_reaches_a_file(monkeypatch):
+    """The warm process gets the environment (API keys included) through a pipe; its folder holds none of it."""
+    canary = "sk-canary-5f0c9a1e7d"
+    monkeypatch.delenv(wk.ENV, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    with wk.warm_kernels() as w:
+        assert w.wait()
+        files = [p for p in Path(w.path).parent.iterdir() if p.is_file()]
+        assert files and not any(canary.encode() in p.read_bytes() for p in files)
+
+
+def test_a_run_after_a_blocking_manager_was_driven_from_an_event_loop_does_not_hang(tmp_path):
+    """papermill driving a blocking kernel manager leaves jupyter_core's helper thread in the process; workers
+    ``medeval run`` forks later inherit it dead. The runner's kernel manager is asynchronous, so nothing waits on
+    it (found as a hang of the test suite)."""
+    _probe_project(tmp_path, 2)
+    script = tmp_path / "scenario.py"
+    script.write_text(
+        "import os, sys\n"
+        "import papermill as pm\n"
+        "from medeval_kit.cli import runner, warm_kernels as wk\n"
+        f"nb = {str(tmp_path / 'notebooks' / 'probe.ipynb')!r}\n"
+        "pm.execute_notebook(nb, nb + '.out.ipynb', kernel_name='python3', progress_bar=False,\n"
+        "                    kernel_manager_class=wk.WarmKernelManager)\n"
+        f"os.environ['MEDEVAL_ROOT'] = {str(tmp_path)!r}\n"
+        "res = runner.run_studies(['s'], jobs=1, progress=False)\n"
+        "print([r.status for r in res])\n")
+    env = {k: v for k, v in os.environ.items() if k != wk.ENV}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env,
+                         cwd=tmp_path)
+    assert out.stdout.strip().splitlines()[-1] == "['ok', 'ok']", out.stderr[-2000:]

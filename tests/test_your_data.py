@@ -203,10 +203,10 @@ def _execute(notebook: str, out: Path, **params) -> tuple[Path, Path]:
 
     tables, figures = out / "tables", out / "figures"
     out.mkdir(parents=True, exist_ok=True)
-    from medeval_kit.cli.warm_kernels import WarmKernelManager
+    from medeval_kit.cli.warm_kernels import AsyncWarmKernelManager
 
     pm.execute_notebook(str(NOTEBOOKS / notebook), str(out / notebook), cwd=str(NOTEBOOKS), progress_bar=False,
-                        kernel_name="python3", kernel_manager_class=WarmKernelManager,  # tests/conftest.py
+                        kernel_name="python3", kernel_manager_class=AsyncWarmKernelManager,  # tests/conftest.py
                         parameters={"figures_dir": str(figures), "tables_dir": str(tables), **params})
     return tables, figures
 

@@ -239,7 +239,7 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
 
     import papermill as pm
 
-    from medeval_kit.cli.warm_kernels import WarmKernelManager
+    from medeval_kit.cli.warm_kernels import AsyncWarmKernelManager
 
     logging.getLogger("papermill").setLevel(logging.WARNING)
     t0 = time.perf_counter()
@@ -255,7 +255,7 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
             try:
                 pm.execute_notebook(
                     str(_notebook_path(run.notebook)), out, parameters=params, cwd=cwd,
-                    kernel_name=kernel, progress_bar=False, log_output=False, kernel_manager_class=WarmKernelManager,
+                    kernel_name=kernel, progress_bar=False, log_output=False, kernel_manager_class=AsyncWarmKernelManager,
                 )
             except pm.PapermillExecutionError as exc:
                 return time.perf_counter() - t0, exc.exec_count, f"{exc.ename}: {str(exc.evalue)[:300]}"

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from jupyter_client.manager import KernelManager
+from jupyter_client.manager import AsyncKernelManager, KernelManager
 
 ENV = "MEDEVAL_WARM_KERNELS"
 """The warm process's socket, set for the kernel managers during a run; ``0`` turns warm kernels off."""
@@ -121,11 +121,15 @@ def warm_kernels() -> Iterator[WarmKernels]:
         return
     folder = tempfile.mkdtemp(prefix="medeval-kernels-")
     path = os.path.join(folder, "warm.sock")
-    # the environment kernels are compared with: this one, before the warm process's own imports touch it
     env = dict(os.environ)  # explicit, as jupyter_client passes it: the C environ can hold more (curses' LINES)
-    Path(path).with_suffix(".env").write_text(json.dumps(env), encoding="utf-8")
     proc = subprocess.Popen([sys.executable, "-m", "medeval_kit.cli.warm_kernels", path, str(os.getpid())], env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # the environment kernels are compared with, before the warm process's own imports touch it (a pipe, never
+    # a file: it may hold API keys)
+    with contextlib.suppress(OSError):
+        proc.stdin.write(json.dumps(env).encode())
+    with contextlib.suppress(OSError):
+        proc.stdin.close()
     for _ in range(500):  # bound within a fraction of a second
         if os.path.exists(path) or proc.poll() is not None:
             break
@@ -149,25 +153,34 @@ def warm_kernels() -> Iterator[WarmKernels]:
         with contextlib.suppress(OSError):  # the stand-ins' own cold starts
             for why in Path(path).with_suffix(".cold").read_text(encoding="utf-8").splitlines():
                 warm.declined[why] = warm.declined.get(why, 0) + 1
-        for p in (stats, Path(path), *(Path(path).with_suffix(x) for x in (".env", ".ready", ".cold"))):
+        for p in (stats, Path(path), *(Path(path).with_suffix(x) for x in (".ready", ".cold"))):
             with contextlib.suppress(OSError):
                 p.unlink()
         with contextlib.suppress(OSError):
             os.rmdir(folder)
 
 
-class WarmKernelManager(KernelManager):
-    """A jupyter_client KernelManager whose Python kernels start through the warm process when one runs.
-
-    Pass it to papermill as ``kernel_manager_class``; outside :func:`warm_kernels` it is a plain KernelManager.
-    """
-
+class _Warm:
     def format_kernel_cmd(self, extra_arguments: list[str] | None = None) -> list[str]:
-        cmd = super().format_kernel_cmd(extra_arguments)
+        cmd = super().format_kernel_cmd(extra_arguments)  # type: ignore[misc]
         path = os.environ.get(ENV)
         if not path or path == "0" or not _forkable(cmd):
             return cmd
         return [sys.executable, "-I", "-S", str(LAUNCHER), path, *cmd]
+
+
+class AsyncWarmKernelManager(_Warm, AsyncKernelManager):
+    """A jupyter_client AsyncKernelManager whose Python kernels start through the warm process when one runs.
+
+    Pass it to papermill (nbclient) as ``kernel_manager_class``; outside :func:`warm_kernels` it is a plain
+    AsyncKernelManager. (nbclient drives a blocking manager through a helper thread, which a process forked
+    later, as ``medeval run``'s workers are, inherits dead.)
+    """
+
+
+class WarmKernelManager(_Warm, KernelManager):
+    """The blocking variant of :class:`AsyncWarmKernelManager`, for code that calls ``start_kernel()`` itself
+    (nbval, jupyter_client's ``start_new_kernel``)."""
 
 
 def _forkable(cmd: list[str]) -> bool:
@@ -209,10 +222,10 @@ class _Server:
         self.path, self.parent, self.pid = path, parent, os.getpid()
         self.path0 = sys.path[0] if sys.path else ""
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.bind(path)  # bound before the imports: launchers connect and wait in the backlog meanwhile
+        self.sock.bind(path)  # bound before the imports; kernels fork once ".ready" exists
         self.sock.listen(64)
         try:
-            self.base = json.loads(Path(path).with_suffix(".env").read_text(encoding="utf-8"))
+            self.base = json.loads(sys.stdin.read() or "null") or dict(os.environ)
         except (OSError, ValueError):
             self.base = dict(os.environ)
         self.kids: dict[int, socket.socket] = {}  # kernel pid -> its launcher's connection

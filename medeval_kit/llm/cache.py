@@ -80,6 +80,8 @@ MIGRATIONS: list[str] = [
 _COLS = ("key", "provider", "model", "request_json", "text", "raw_json", "prompt_tokens",
          "completion_tokens", "cost_usd", "latency_s", "finish_reason", "response_id", "source",
          "created_utc")
+_CREATED, _SOURCE = _COLS.index("created_utc"), _COLS.index("source")
+_JSON_COLS = (_COLS.index("request_json"), _COLS.index("raw_json"))
 
 
 def _boot_id() -> str:
@@ -145,9 +147,18 @@ def default_cache_path() -> Path:
     return paths.cache_path()
 
 
+_SECOND: tuple[int, str] = (-1, "")  # the last whole second formatted by utcnow, and its text
+
+
 def utcnow() -> str:
     """Return the current UTC time as stored in the cache (ISO 8601, microseconds, ``Z``)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    global _SECOND
+    us = time.time_ns() // 1000
+    sec, frac = divmod(us, 1_000_000)
+    last = _SECOND
+    if last[0] != sec:  # strftime once per second, not once per reply
+        last = _SECOND = (sec, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec)))
+    return f"{last[1]}.{frac:06d}Z"
 
 
 class Cache:
@@ -301,14 +312,15 @@ class Cache:
             return
         rows = []
         for e in entries:
-            e = dict(e)
-            if "created_utc" not in e:  # not setdefault, which would format the time for every row
-                e["created_utc"] = utcnow()
-            e.setdefault("source", "live")
-            for k in ("raw_json", "request_json"):
-                if e.get(k) is not None and not isinstance(e[k], str):
-                    e[k] = json.dumps(e[k], ensure_ascii=False, default=str)
-            rows.append(tuple(e.get(c) for c in _COLS))
+            row = [e.get(c) for c in _COLS]
+            if "created_utc" not in e:
+                row[_CREATED] = utcnow()
+            if "source" not in e:
+                row[_SOURCE] = "live"
+            for i in _JSON_COLS:
+                if row[i] is not None and not isinstance(row[i], str):
+                    row[i] = json.dumps(row[i], ensure_ascii=False, default=str)
+            rows.append(row)
         q = f"INSERT OR REPLACE INTO responses ({','.join(_COLS)}) VALUES ({','.join('?' * len(_COLS))})"
         with self._lock:
             conn = self._connect()

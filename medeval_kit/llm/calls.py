@@ -38,6 +38,7 @@ from .writer import CacheWriter
 log = get_logger(__name__)
 
 SAFETY_TIMEOUT_S = 5.0  # added to the client's timeout: a net over httpx2's own timeouts
+DEADLINE_TICK_S = 0.5  # how often the safety net looks for calls past their deadline
 # A 200 with an unreadable body was generated and billed: it is retried at most once (a second one in a row
 # ends the request), and a request gets at most this many in all (other transient faults in between).
 MAX_BROKEN_BODIES = 2
@@ -68,6 +69,52 @@ class Retry:
 
     after: float | None
     t0: float
+
+
+class Deadlines:
+    """The safety-net timeout of a run's calls in flight: one timer for the run, looking every
+    :data:`DEADLINE_TICK_S` for calls past their deadline and cancelling them (as ``asyncio.timeout`` does,
+    whose timer and bookkeeping per call cost several microseconds), so a deadline fires up to one tick late.
+    Only for Python 3.11+ (``Task.uncancel`` tells its cancellation from any other)."""
+
+    __slots__ = ("loop", "due", "fired", "handle")
+
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.due: dict[asyncio.Task, float] = {}
+        self.fired: set[asyncio.Task] = set()
+        self.handle: asyncio.TimerHandle | None = None
+
+    def watch(self, task: asyncio.Task, limit: float) -> None:
+        """Cancel ``task`` if it is still watched ``limit`` seconds from now."""
+        self.due[task] = self.loop.time() + limit
+        if self.handle is None:
+            self.handle = self.loop.call_later(DEADLINE_TICK_S, self._tick)
+
+    def unwatch(self, task: asyncio.Task) -> bool:
+        """Stop watching ``task``; True when it was cancelled for its deadline (the caller then owes the
+        task an ``uncancel``)."""
+        self.due.pop(task, None)
+        if task in self.fired:
+            self.fired.discard(task)
+            return True
+        return False
+
+    def _tick(self) -> None:
+        self.handle = None
+        now = self.loop.time()
+        late = [t for t, due in self.due.items() if due <= now]
+        for task in late:
+            del self.due[task]
+            self.fired.add(task)
+            task.cancel()
+        if self.due:
+            self.handle = self.loop.call_later(DEADLINE_TICK_S, self._tick)
+
+    def close(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
 
 
 class Pending:
@@ -107,7 +154,12 @@ class Run:
             if not isinstance(r, Request):
                 raise RequestError(f"requests[{i}] is a {type(r).__name__}, not a medeval_kit.llm.Request")
         self.specs = [client._spec_for(r) for r in self.requests]
-        self.keys = [client._key(r, s) for r, s in zip(self.requests, self.specs)]
+        # the canonical JSON of each key is kept: it is the stored request_json of the reply
+        wire: dict[ModelSpec, dict[str, Any]] = {}  # wire options per model, looked up once
+        pairs = [client._key_json(r, s, wire[s] if s in wire else wire.setdefault(s, client.wire_options(s)))
+                 for r, s in zip(self.requests, self.specs)]
+        self.keys = [k for k, _ in pairs]
+        self.canon = [j for _, j in pairs]
         self.first: dict[str, int] = {}  # key -> index of its first request (duplicates are run once)
         for i, k in enumerate(self.keys):
             self.first.setdefault(k, i)
@@ -119,6 +171,7 @@ class Run:
         self.limiters: dict[str, RateLimiter] = {}
         self.leases: Leases | None = None
         self.writer: CacheWriter | None = None
+        self.deadlines: Deadlines | None = None
         self._prices: dict[str, Price | None] = {}
         self.bar = None
 
@@ -213,6 +266,8 @@ class Run:
             self.leases = Leases(cache, self.writer) if cache.mode == "use" and self.todo else None
             for p in providers:
                 await p.open()
+            if hasattr(asyncio.Task, "uncancel"):  # 3.11+
+                self.deadlines = Deadlines()
             await self._call_all()
         finally:
             await self._close(providers)
@@ -226,8 +281,12 @@ class Run:
         loop = asyncio.get_running_loop()
         window = WINDOW * max(1, sum(s.size for s in self.slots.values()))
         todo = iter(self.todo)
-        running: set[asyncio.Task] = set()
+        running: dict[asyncio.Task, str] = {}  # the task of each call started, and its key
         finished = loop.create_future()
+
+        def fail(exc: BaseException) -> None:
+            if not finished.done():
+                finished.set_exception(exc)
 
         def start() -> None:
             while len(running) < window and not finished.done():
@@ -236,16 +295,25 @@ class Run:
                     if not running:
                         finished.set_result(None)
                     return
-                task = loop.create_task(self._one(*nxt))
-                running.add(task)
+                key, i = nxt
+                try:  # the call's own task, no coroutine around it: its Response is kept by done()
+                    task = loop.create_task(Call(self, self.requests[i], self.specs[i], key, self.canon[i]).run())
+                except Exception as exc:
+                    return fail(exc)
+                running[task] = key
                 task.add_done_callback(done)
 
         def done(task: asyncio.Task) -> None:
-            running.discard(task)
-            if not task.cancelled() and task.exception() is not None:
-                if not finished.done():
-                    finished.set_exception(task.exception())
-                return
+            key = running.pop(task)
+            if task.cancelled():
+                return start()
+            if task.exception() is not None:
+                return fail(task.exception())
+            try:
+                resp = self.done[key] = task.result()
+                self._tick(resp)
+            except Exception as exc:
+                return fail(exc)
             start()
 
         start()
@@ -257,12 +325,6 @@ class Run:
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
 
-    async def _one(self, key: str, i: int) -> None:
-        """Call request ``i`` and keep its Response under ``key``."""
-        resp = await Call(self, self.requests[i], self.specs[i], key).run()
-        self.done[key] = resp
-        self._tick(resp)
-
     async def _close(self, providers: list[Provider]) -> None:
         """Stop the lease tasks, drain the cache writer, release the leases, close providers and bar."""
         if self.leases is not None:
@@ -272,6 +334,8 @@ class Run:
             self.writer = None
         if self.leases is not None:
             self.leases.close()
+        if self.deadlines is not None:
+            self.deadlines.close()
         if self.gate is not None:
             await self.gate.aclose()
         for p in providers:
@@ -335,17 +399,25 @@ class Run:
 class Call:
     """One request's way through the executor: lease, admit, send, record, back off and retry."""
 
-    def __init__(self, run: Run, request: Request, spec: ModelSpec, key: str) -> None:
+    __slots__ = ("run_state", "client", "request", "spec", "key", "canon", "provider", "slots", "limiter",
+                 "budget", "tally", "leases", "est_tokens", "price", "_bound", "_ceiling", "reserve", "holding",
+                 "t_start", "attempt", "n_backoff", "n_broken", "broken_in_a_row", "leased", "took", "pre",
+                 "delivered")
+
+    def __init__(self, run: Run, request: Request, spec: ModelSpec, key: str, canon: str | None = None) -> None:
         self.run_state, self.client = run, run.client
         self.request, self.spec, self.key = request, spec, key
+        self.canon = canon  # the canonical request's JSON (what ``key`` hashes), if known
         self.provider = self.client.provider(spec)
         self.slots, self.limiter = run.slots[self.provider.limit_key], run.limiters[self.provider.limit_key]
         self.budget, self.tally, self.leases = run.guard, run.tally, run.leases
-        # the ceiling of this call: prompt tokens at a proven upper bound, the reply at max_tokens
-        bound = self.provider.prompt_token_bound(request)
-        self.est_tokens = bound + int(request.max_tokens)
-        self.price = price = run.price(spec)
-        self.ceiling = price.cost(bound, int(request.max_tokens)) if price is not None else math.nan
+        self.price = run.price(spec)
+        self._bound: int | None = None
+        self._ceiling: float | None = None
+        # the tokens a tokens-per-minute limit takes: the prompt's proven bound plus max_tokens
+        self.est_tokens = 0
+        if self.limiter.tok is not None or self.budget is not None:
+            self.est_tokens = self.prompt_bound() + int(request.max_tokens)
         self.reserve = self.ceiling if self.budget is not None else 0.0
         self.holding = 0.0  # the reservation of the attempt in flight, until settled, released or lost
         self.t_start = time.perf_counter()
@@ -355,7 +427,24 @@ class Call:
         self.broken_in_a_row = 0
         self.leased = False
         self.took = False  # this pass took (or re-took) the lease through the writer
+        self.pre: asyncio.Future | None = None  # a take queued when the slot was handed over (see _granted)
         self.delivered = False
+
+    def prompt_bound(self) -> int:
+        """The proven upper bound of the prompt tokens (worked out once, when first needed)."""
+        if self._bound is None:
+            self._bound = self.provider.prompt_token_bound(self.request)
+        return self._bound
+
+    @property
+    def ceiling(self) -> float:
+        """The most this call can cost: the prompt at its proven bound, the reply at max_tokens (NaN without
+        a price); worked out when first needed (a budget, or an attempt that may have been billed)."""
+        if self._ceiling is None:
+            price = self.price
+            self._ceiling = (price.cost(self.prompt_bound(), int(self.request.max_tokens))
+                             if price is not None else math.nan)
+        return self._ceiling
 
     async def run(self) -> Response:
         """Return the request's Response: a reply, another process's reply, or the error it ended with."""
@@ -381,7 +470,9 @@ class Call:
         in that batch or a later one, after the replies; without a take, :meth:`CacheWriter.barrier`),
         so at any moment a slot has at most one call sent or paid but not yet committed."""
         self.took = False
-        async with self.slots.slot(retry=self.attempt > 0):  # retries go first
+        slots = self.slots
+        await slots.acquire(self.attempt > 0, self._granted)  # retries go first
+        try:
             resp = await self._take_lease()  # just before sending: never queued with a lease
             if resp is not None or not self.leased:
                 return resp
@@ -396,20 +487,33 @@ class Call:
             if not self.took and writer is not None and writer.pending:  # the slot's last reply first
                 await writer.barrier()
             outcome = await self._send()
+        finally:
+            slots.release()
         if isinstance(outcome, Pending):  # the reply is paid and queued: committed outside the slot
             return await outcome.wait()
         return outcome
 
     # ------------------------------------------------------------------ lease
+    def _granted(self) -> None:
+        """The slot is handed to this call (it resumes at the next turn of the event loop): queue its lease
+        take now, in the batch that commits the reply of the call that freed the slot, so the take is
+        written by the time this call resumes rather than one batch later."""
+        if self.leases is not None and self.pre is None and not self.leases.fresh(self.key):
+            try:
+                self.pre = self.leases.take_soon(self.key)
+            except Exception:  # taken the usual way when the call resumes
+                self.pre = None
+
     async def _take_lease(self) -> Response | None:
         """Make sure this run holds the lease right now (take it, or take it again when it may have run
         out: it stays ours only if no other process took it over meanwhile); the stored reply when
         another process finished the request meanwhile. ``self.leased`` says whether it may be sent."""
-        if self.leases is None or self.leases.fresh(self.key):
+        pre, self.pre = self.pre, None
+        if self.leases is None or (pre is None and self.leases.fresh(self.key)):
             self.leased = True
             return None
         self.took = True
-        state, row = await self.leases.take(self.key)
+        state, row = await self.leases.take(self.key, pre)
         self.leased = state == "mine"
         if state == "done":
             return self._peer_reply(row)
@@ -461,27 +565,35 @@ class Call:
             return None
         self.tally.called += self.attempt == 0
         self.attempt += 1
+        # the safety net over the provider's own timeouts, when it goes over the network (see Deadlines)
+        deadlines = self.run_state.deadlines if self.provider.uses_network else None
+        task = asyncio.current_task() if deadlines is not None else None
+        if task is not None:
+            deadlines.watch(task, self.client.timeout + SAFETY_TIMEOUT_S)
         t0 = time.perf_counter()
         try:
-            c = await self._complete()
-        except asyncio.CancelledError:  # it was sent: it may be generated and billed
-            self.holding = 0.0
+            c = await self._complete(deadlines is None)
+        except asyncio.CancelledError:
+            if task is not None and deadlines.unwatch(task) and task.uncancel() == 0:  # the deadline's only
+                return self._failed(TimeoutError("no reply within the client's timeout (safety net)"), t0)
+            self.holding = 0.0  # it was sent: it may be generated and billed
             self._lost(self.reserve)
             raise
         except Exception as exc:  # classified; never lost
+            if task is not None and deadlines.unwatch(task):
+                task.uncancel()
             return self._failed(exc, t0)
+        if task is not None and deadlines.unwatch(task):  # the reply won the race with the deadline
+            task.uncancel()
         return self._record(c, time.perf_counter() - t0)
 
-    async def _complete(self) -> Completion:
-        """The provider's reply, under a safety-net timeout when it goes over the network."""
+    def _complete(self, net: bool = True) -> Any:
+        """The provider's reply (an awaitable), under a safety-net timeout of its own when it goes over the
+        network and ``net`` (without the run's :class:`Deadlines`: Python 3.10)."""
         provider = self.provider
-        if not provider.uses_network:
-            return await provider.acomplete(self.request)
-        limit = self.client.timeout + SAFETY_TIMEOUT_S
-        if hasattr(asyncio, "timeout"):  # 3.11+: no extra task
-            async with asyncio.timeout(limit):
-                return await provider.acomplete(self.request)
-        return await asyncio.wait_for(provider.acomplete(self.request), limit)
+        if not net or not provider.uses_network:
+            return provider.acomplete(self.request)
+        return asyncio.wait_for(provider.acomplete(self.request), self.client.timeout + SAFETY_TIMEOUT_S)
 
     def _failed(self, exc: Exception, t0: float) -> Response | Retry:
         """Free the attempt's reservation (or count it unconfirmed when it may be billed); the final
@@ -533,7 +645,7 @@ class Call:
         # slot), in one batch with the other calls' writes (group commit, see writer.py); a failed write
         # keeps the reply
         try:
-            entry = self.client.entry(resp, self.request, self.spec, c)
+            entry = self.client.entry(resp, self.request, self.spec, c, request_json=self.canon)
             writer = self.run_state.writer
             if entry is not None and writer is not None:
                 return Pending(self, resp, writer.put_nowait(entry))
@@ -556,11 +668,12 @@ class Call:
         """The provider found an option left to "auto" (the schema format the server takes): the client
         keeps it, and the reply is keyed by the form it was sent in (its lease on the old key is freed)."""
         self.client.learn(self.spec, found)
-        key = self.client._key(self.request, self.spec)
+        key, canon = self.client._key_json(self.request, self.spec)
         if key != self.key:
             if self.leases is not None:
                 self.leases.release(self.key)
             self.key = key
+        self.canon = canon
 
     # ------------------------------------------------------------------ retry and finish
     async def _back_off(self, retry: Retry) -> None:
@@ -583,5 +696,8 @@ class Call:
         """Whatever the outcome: count a held reservation as unconfirmed, free an undelivered lease."""
         if self.holding and self.budget is not None:  # the reply arrived but could not be read: it was billed
             self._lost(self.holding)
+        if self.pre is not None:  # cancelled between the hand-over of a slot and its take
+            self.leases.drop(self.pre, self.key)
+            self.pre = None
         if self.leases is not None and not self.delivered:
             self.leases.release(self.key)  # failed, skipped or cancelled: another process may try

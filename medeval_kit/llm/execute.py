@@ -32,7 +32,7 @@ from .providers.base import Completion, Provider
 from .record import cache_entry
 from .registry import key_options, make_provider, provider_class
 from .secrets import get_logger
-from .types import ModelSpec, Request, Response, RunStats, parse_model
+from .types import ModelSpec, Request, Response, RunStats, canonical_json, key_of_json, parse_model
 
 log = get_logger(__name__)
 
@@ -208,6 +208,13 @@ class Client:
         """The cache key: the request plus the provider options that change it on the wire."""
         return request.key(spec, key_options(spec, self.wire_options(spec), request))
 
+    def _key_json(self, request: Request, spec: ModelSpec, wire: dict[str, Any] | None = None) -> tuple[str, str]:
+        """The cache key and the canonical JSON it hashes (stored as the reply's ``request_json``); ``wire``:
+        ``wire_options(spec)`` when the caller has it."""
+        opts = self.wire_options(spec) if wire is None else wire
+        text = canonical_json(request.canonical(spec, key_options(spec, opts, request)))
+        return key_of_json(text), text
+
     def keys(self, requests: Sequence[Request]) -> list[str]:
         """Cache keys of ``requests`` (with this client's model and wire options filled in)."""
         return [self._key(r, self._spec_for(r)) for r in requests]
@@ -226,12 +233,14 @@ class Client:
         return est
 
     def entry(self, resp: Response, request: Request, spec: ModelSpec, c: Completion,
-              source: str = "live") -> dict[str, Any] | None:
+              source: str = "live", request_json: str | None = None) -> dict[str, Any] | None:
         """The cache row of a paid reply; None when nothing is to be written (the cache does not write,
-        or the call failed: errors are never cached; an empty reply, text "", is)."""
+        or the call failed: errors are never cached; an empty reply, text "", is). ``request_json``: the
+        canonical request's JSON when the caller has it from the key (:meth:`_key_json`)."""
         if not self.cache.writes or resp.error is not None or resp.text is None:
             return None
-        return cache_entry(resp.key, spec, self.canonical(request, spec), c, resp.cost_usd, source=source,
+        canon = request_json if request_json is not None else self.canonical(request, spec)
+        return cache_entry(resp.key, spec, canon, c, resp.cost_usd, source=source,
                            latency_s=resp.latency_s, created_utc=resp.created_utc)
 
     def store(self, resp: Response, request: Request, spec: ModelSpec, c: Completion, source: str = "live") -> None:

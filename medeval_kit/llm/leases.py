@@ -72,14 +72,36 @@ class Leases:
         right now leaves a quarter of the TTL before anyone else may take it over."""
         return key in self.held and time.time() + self.ttl / 4 < self.valid.get(key, 0.0)
 
-    async def take(self, key: str) -> tuple[str, Any]:
+    def take_soon(self, key: str) -> asyncio.Future | None:
+        """Queue the take of the lease on ``key`` in the writer's next batch (None without a writer); pass
+        the future to :meth:`take`, or to :meth:`drop` if the call ends without sending."""
+        if self.writer is None:
+            return None
+        return self.writer.take_nowait(key, self.owner, self.ttl)
+
+    def drop(self, pending: asyncio.Future, key: str) -> None:
+        """A take queued by :meth:`take_soon` that nobody will use: free the lease once it is written."""
+        def done(fut: asyncio.Future) -> None:
+            if not fut.cancelled() and fut.exception() is None and fut.result()[0] == "mine" \
+                    and key not in self.held:
+                self._release_now([key])
+
+        if pending.done():
+            done(pending)
+        else:
+            pending.add_done_callback(done)
+
+    async def take(self, key: str, pending: asyncio.Future | None = None) -> tuple[str, Any]:
         """Take (or re-take) the lease on ``key``: ``("mine", None)``, ``("done", row)`` or ``("held", owner)``.
 
         The takes of the calls reaching this point together go in one transaction, with the replies and
-        releases queued meanwhile (:class:`~medeval_kit.llm.writer.CacheWriter`)."""
+        releases queued meanwhile (:class:`~medeval_kit.llm.writer.CacheWriter`); ``pending``: the take
+        already queued by :meth:`take_soon`."""
         t0 = time.time()
         try:
-            if self.writer is not None:
+            if pending is not None:
+                state, payload, t0 = await pending
+            elif self.writer is not None:
                 state, payload, t0 = await self.writer.take(key, self.owner, self.ttl)
             else:
                 state, payload = self.cache.take_leases([key], self.owner, self.ttl)[key]

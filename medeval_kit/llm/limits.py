@@ -10,6 +10,7 @@ import contextlib
 import dataclasses
 import random
 import time
+from collections.abc import Callable
 
 
 class _Bucket:
@@ -76,20 +77,26 @@ class RateLimiter:
 class Slots:
     """The concurrency slots of one provider: a semaphore that serves retries before first attempts,
     so that a request's retries run while fresh requests still fill the other slots instead of
-    queueing behind all of them (which would add a tail of retry chains after the queue drains)."""
+    queueing behind all of them (which would add a tail of retry chains after the queue drains).
+
+    A waiter may pass ``granted``, called at the moment a slot is handed to it, before it resumes (one
+    turn of the event loop later): work queued there (the call's lease take) is done by the time it runs.
+    """
 
     def __init__(self, n: int) -> None:
         self.size = self._free = int(n)
         self._queues: tuple[collections.deque, collections.deque] = (collections.deque(), collections.deque())
 
-    async def acquire(self, retry: bool = False) -> None:
-        """Wait for a free slot (a retry is served before first attempts) and take it."""
+    async def acquire(self, retry: bool = False, granted: Callable[[], None] | None = None) -> None:
+        """Wait for a free slot (a retry is served before first attempts) and take it; ``granted`` is
+        called when a busy slot is handed over (not when one is free at once)."""
         if self._free > 0 and not self._queues[0] and not self._queues[1]:
             self._free -= 1
             return
         fut = asyncio.get_running_loop().create_future()
         q = self._queues[0 if retry else 1]
-        q.append(fut)
+        item = (fut, granted)
+        q.append(item)
         try:
             await fut
         except asyncio.CancelledError:
@@ -97,7 +104,7 @@ class Slots:
                 self.release()  # the slot was handed to us just as we were cancelled: pass it on
             else:
                 try:
-                    q.remove(fut)
+                    q.remove(item)
                 except ValueError:
                     pass
             raise
@@ -106,16 +113,18 @@ class Slots:
         """Hand the slot to the next waiter, or free it."""
         for q in self._queues:
             while q:
-                fut = q.popleft()
+                fut, granted = q.popleft()
                 if not fut.done():
+                    if granted is not None:  # first: what it queues runs before the waiter resumes
+                        granted()
                     fut.set_result(None)  # handed over: the count of free slots is unchanged
                     return
         self._free += 1
 
     @contextlib.asynccontextmanager
-    async def slot(self, retry: bool = False):
+    async def slot(self, retry: bool = False, granted: Callable[[], None] | None = None):
         """Hold a slot for the block."""
-        await self.acquire(retry)
+        await self.acquire(retry, granted)
         try:
             yield
         finally:

@@ -10,7 +10,7 @@ from .cache import utcnow
 from .cost import cost_of
 from .parse import parse_reply
 from .providers.base import Completion
-from .secrets import redact, redact_json
+from .secrets import known_keys, redact, redact_json
 from .types import ModelSpec, Request, Response, canonical_json
 
 LOOKUP = object()  # response_from_completion: look the price up
@@ -60,13 +60,21 @@ def error_response(request: Request, spec: ModelSpec, key: str, error: str, atte
                     attempts=attempts, latency_s=latency, created_utc=utcnow())
 
 
-def cache_entry(key: str, spec: ModelSpec, canonical: dict[str, Any], c: Completion, cost_usd: float, *,
+def cache_entry(key: str, spec: ModelSpec, canonical: dict[str, Any] | str, c: Completion, cost_usd: float, *,
                 source: str, latency_s: float | None = None, created_utc: str | None = None) -> dict[str, Any]:
     """Return the cache row of a paid reply, without any known key (the model's text is kept as it is
-    unless it holds one); without ``created_utc`` the cache stamps the time of writing."""
+    unless it holds one); without ``created_utc`` the cache stamps the time of writing. ``canonical``: the
+    canonical request, or its :func:`canonical_json` text."""
+    # the body as received, not encoded again, unless it escapes what json.dumps does not ("\u", "\/"):
+    # a key so written would slip past the redaction of its plain and JSON-escaped forms
+    text = c.raw_text
+    raw = text if text is not None and "\\u" not in text and "\\/" not in text else c.raw
+    known = known_keys()  # read once for both texts
     entry = {
-        "key": key, "provider": spec.provider, "model": spec.name, "request_json": canonical_json(canonical),
-        "text": redact(c.text if c.text is not None else "", patterns=False), "raw_json": redact_json(c.raw),
+        "key": key, "provider": spec.provider, "model": spec.name,
+        "request_json": canonical if isinstance(canonical, str) else canonical_json(canonical),
+        "text": redact(c.text if c.text is not None else "", patterns=False, known=known),
+        "raw_json": redact_json(raw, known=known),
         "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
         "cost_usd": None if math.isnan(cost_usd) else cost_usd, "latency_s": latency_s,
         "finish_reason": c.finish_reason, "response_id": c.response_id, "source": source,

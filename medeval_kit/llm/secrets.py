@@ -174,18 +174,26 @@ def _patterns(values: tuple[str, ...]):
 
 
 def redact(text: str | None, extra_env: Sequence[str] = (), keys: Iterable[str] = (), *,
-           patterns: bool = True) -> str | None:
+           patterns: bool = True, known: tuple[str, ...] | None = None) -> str | None:
     """``text`` with every form of every known key replaced by ``***``; with ``patterns`` (error
-    text, logs) also ``sk-...`` tokens and ``Bearer <token>`` whatever their origin."""
+    text, logs) also ``sk-...`` tokens and ``Bearer <token>`` whatever their origin. ``known``: what
+    :func:`known_keys` (with ``extra_env``) returned just now, for a caller redacting several texts."""
     if not text:
         return text
-    values = known_keys(extra_env)
-    extra = tuple(k for k in keys if k and len(k.strip()) >= MIN_SECRET_LEN)
-    forms, full, tails, tail = _patterns(tuple(sorted(set(values + extra))))
-    if full is not None and any(f in text for f in forms):
-        text = full.sub(MASK, text)
-    if tail is not None and any(t in text for t in tails):
-        text = tail.sub(r"\1", text)
+    values = known_keys(extra_env) if known is None else known
+    extra = tuple(k for k in keys if k and len(k.strip()) >= MIN_SECRET_LEN) if keys else ()
+    # known_keys gives a sorted tuple of distinct values: the patterns' cache key as it is
+    forms, full, tails, tail = _patterns(tuple(sorted(set(values + extra))) if extra else values)
+    if full is not None:
+        for f in forms:
+            if f in text:
+                text = full.sub(MASK, text)
+                break
+    if tail is not None:
+        for t in tails:
+            if t in text:
+                text = tail.sub(r"\1", text)
+                break
     if not patterns:
         return text
     text = _BEARER_PATTERN.sub(r"\1" + MASK, text)
@@ -197,13 +205,14 @@ def contains_secret(text: str | None, *, patterns: bool = True) -> bool:
     return bool(text) and redact(text, patterns=patterns) != text
 
 
-def redact_json(obj) -> str | None:
+def redact_json(obj, *, known: tuple[str, ...] | None = None) -> str | None:
     """``obj`` as JSON text (as the cache stores it) without any known key value. Model output is
-    left as it is unless it holds the value of a known key (no ``sk-`` pattern is applied)."""
+    left as it is unless it holds the value of a known key (no ``sk-`` pattern is applied). ``known``
+    as for :func:`redact`."""
     if obj is None:
         return None
     s = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False, default=str)
-    red = redact(s, patterns=False)
+    red = redact(s, patterns=False, known=known)
     if red == s:
         return s
     try:

@@ -227,12 +227,20 @@ class Request:
         return text if len(text) <= n else text[: n - 1] + "…"
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def canonical_json(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _CANONICAL.encode(obj)  # json.dumps would build this encoder at every call
 
 
 def canonical_key(canon: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(canon).encode("utf-8")).hexdigest()
+
+
+def key_of_json(text: str) -> str:
+    """The cache key of a canonical request already written as :func:`canonical_json` text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 # --------------------------------------------------------------------------- Response

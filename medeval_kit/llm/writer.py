@@ -101,13 +101,18 @@ class CacheWriter:
         self._kick()
         await fut
 
-    async def take(self, key: str, owner: str, ttl: float) -> tuple[str, Any, float]:
-        """Take (or re-take) the lease on ``key`` (``Cache.take_leases``); return ``(state, payload, t0)``,
-        where the lease, when ``state`` is ``"mine"``, lasts at least until ``t0 + ttl``."""
+    def take_nowait(self, key: str, owner: str, ttl: float) -> asyncio.Future:
+        """Queue the take (or re-take) of the lease on ``key`` (``Cache.take_leases``); return a future of
+        ``(state, payload, t0)``, where the lease, when ``state`` is ``"mine"``, lasts at least until
+        ``t0 + ttl``."""
         fut = asyncio.get_running_loop().create_future()
         self._takes.append((key, owner, float(ttl), fut))
         self._kick()
-        return await fut
+        return fut
+
+    async def take(self, key: str, owner: str, ttl: float) -> tuple[str, Any, float]:
+        """Take (or re-take) the lease on ``key``: the result of :meth:`take_nowait`, once written."""
+        return await self.take_nowait(key, owner, ttl)
 
     def release(self, owner: str, keys: list[str]) -> None:
         """Queue the release of ``owner``'s leases on ``keys`` (written after the replies queued before)."""

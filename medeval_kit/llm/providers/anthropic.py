@@ -100,7 +100,10 @@ class AnthropicProvider(HTTPProvider, BatchAPI):
     async def acomplete(self, request: Request) -> Completion:
         structured = request.schema is not None
         if self.transport != "sdk":
-            return completion_from_message(await self.post(self.body(request)), structured)
+            raw, text = await self.post_reply(self.body(request))
+            c = completion_from_message(raw, structured)
+            c.raw_text = text
+            return c
         if self.client is None:
             await self.open()
         msgs = self.client.messages

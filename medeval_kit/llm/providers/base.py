@@ -40,6 +40,9 @@ class Completion:
         The options the provider settled for an option left to ``"auto"`` (e.g.
         ``{"schema_format": "json_object"}``); the client records them for the endpoint and keys the reply
         by them (see ``Provider.learned_options``).
+    raw_text : str, optional
+        ``raw`` as the JSON text received, when the provider has it: stored as it is instead of encoding
+        ``raw`` again.
     """
 
     text: str | None
@@ -49,6 +52,7 @@ class Completion:
     response_id: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
     found: dict[str, str] = field(default_factory=dict)
+    raw_text: str | None = None
 
 
 class Provider:

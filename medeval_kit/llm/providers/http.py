@@ -3,6 +3,7 @@ hot path (or the official SDK with ``transport="sdk"``), and reading JSON bodies
 
 from __future__ import annotations
 
+import codecs
 import inspect
 import json
 import os
@@ -54,13 +55,25 @@ async def json_body(raw: Any) -> dict[str, Any]:
     content = getattr(raw, "content", None)
     if content is None:  # anthropic's AsyncAPIResponse reads lazily
         content = await raw.read()
+    return read_json(content)[0]
+
+
+def read_json(content: bytes) -> tuple[dict[str, Any], str | None]:
+    """The JSON object of a reply body, and the body as text when it is plain UTF-8 (else None); a body
+    that is not a JSON object is a retryable error (:class:`ProviderError` with ``broken_body``)."""
+    text = None
+    if not content.startswith(codecs.BOM_UTF8):
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError:  # json.loads below says what is wrong, or reads UTF-16/32
+            pass
     try:
-        data = json.loads(content)  # bytes: invalid UTF-8 raises UnicodeDecodeError, a ValueError
+        data = json.loads(text if text is not None else content)  # bytes: invalid UTF-8 is a ValueError
     except ValueError as exc:
         raise ProviderError(f"malformed JSON body from provider: {exc}", broken_body=True) from exc
     if not isinstance(data, dict):
         raise ProviderError(f"malformed body from provider: {str(data)[:200]!r}", broken_body=True)
-    return data
+    return data, text
 
 
 def _error_text(resp: Any) -> str:
@@ -160,6 +173,10 @@ class HTTPProvider(Provider):
 
     async def post(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST ``body`` to ``path``; return the JSON reply or raise ProviderError with the status."""
+        return (await self.post_reply(body))[0]
+
+    async def post_reply(self, body: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+        """:meth:`post`, with the reply's text as received (see :func:`read_json`)."""
         if self.http is None:
             await self.open()
         self._next = (self._next + 1) % len(self.http)
@@ -169,4 +186,4 @@ class HTTPProvider(Provider):
             raise ProviderError(redact(f"HTTP {status}: {_error_text(resp)}"),  # servers may echo the key
                                 retryable=status_retryable(status, _error_text(resp)),
                                 retry_after=retry_after_from_headers(resp.headers), status=status)
-        return await json_body(resp)
+        return read_json(resp.content)

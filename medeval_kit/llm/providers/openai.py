@@ -67,8 +67,9 @@ def schema_in_prompt(messages: list[dict[str, Any]], schema: dict[str, Any]) -> 
     return out
 
 
-def completion_from_chat(raw: dict[str, Any]) -> Completion:
-    """The Completion of a chat-completions reply (OpenAI, OpenAI-compatible servers, llama.cpp)."""
+def completion_from_chat(raw: dict[str, Any], raw_text: str | None = None) -> Completion:
+    """The Completion of a chat-completions reply (OpenAI, OpenAI-compatible servers, llama.cpp);
+    ``raw_text``: the reply's body as received, when known."""
     choices = raw.get("choices") or []
     if not choices or not isinstance(choices[0], dict):
         raise ProviderError(f"malformed chat completion (no choices): {json.dumps(raw)[:200]}", broken_body=True,
@@ -82,6 +83,7 @@ def completion_from_chat(raw: dict[str, Any]) -> Completion:
         finish_reason=choices[0].get("finish_reason"),
         response_id=raw.get("id"),
         raw=raw,
+        raw_text=raw_text,
     )
 
 
@@ -195,6 +197,9 @@ class OpenAIProvider(HTTPProvider, BatchAPI):
 
     async def acomplete(self, request: Request) -> Completion:
         if request.schema is None or self.schema_format != AUTO:
+            if self.transport != "sdk":  # send() inlined: one coroutine less on every call's path
+                raw, text = await self.post_reply(self.body(request, self.wire_format))
+                return completion_from_chat(raw, text)
             return await self.send(request, self.wire_format)
         if self.found_format is None:
             async with self.probe_lock():  # one call probes; those queued behind it use its finding
@@ -237,7 +242,8 @@ class OpenAIProvider(HTTPProvider, BatchAPI):
         """One call with the schema in ``schema_format``."""
         body = self.body(request, schema_format)
         if self.transport != "sdk":
-            return completion_from_chat(await self.post(body))
+            raw, text = await self.post_reply(body)
+            return completion_from_chat(raw, text)
         if self.client is None:
             await self.open()
         chat = self.client.chat.completions
