@@ -46,10 +46,10 @@ setup: $(STAMP)
 
 APPS := $(wildcard notebooks/*_app.py)
 
+# The apps and the report read what the runs wrote; they are built side by side.
 figures: setup
 	$(BIN)/medeval run --publish --jobs $(JOBS)
-	$(MAKE) apps
-	$(BIN)/medeval report
+	@$(MAKE) --no-print-directory apps & apps=$$!; $(BIN)/medeval report; report=$$?; wait $$apps && exit $$report
 
 # Each marimo app exported to a self-contained HTML page (outputs embedded; the page loads
 # marimo's frontend from its CDN when opened), JOBS at a time; one that fails fails the target.

@@ -200,20 +200,33 @@ def _probe_project(root: Path, n: int) -> None:
 
 
 def test_medeval_run_starts_a_warm_process_and_says_how_its_kernels_started(tmp_path, monkeypatch, capsys):
-    """More runs than jobs: the first kernels start cold while the warm process imports, later ones fork; the
-    summary counts what the kernels saw."""
+    """More runs than jobs: the first kernel waits for the warm process to finish importing, and every kernel
+    forks; the summary says so."""
     from medeval_kit.cli import runner
 
     monkeypatch.delenv(wk.ENV, raising=False)
-    _probe_project(tmp_path, 4)
+    _probe_project(tmp_path, 3)
     monkeypatch.setenv("MEDEVAL_ROOT", str(tmp_path))
     res = runner.run_studies(["s"], jobs=1)
-    assert [r.status for r in res] == ["ok"] * 4, [r.error for r in res]
-    seen = [(tmp_path / "notebooks" / f"r{i}.txt").read_text() for i in range(4)]
+    assert [r.status for r in res] == ["ok"] * 3, [r.error for r in res]
+    assert [(tmp_path / "notebooks" / f"r{i}.txt").read_text() for i in range(3)] == ["1"] * 3
+    assert "kernels: 3 forked from a warm process\n" in capsys.readouterr().err
+
+
+def test_a_kernel_that_cannot_wait_starts_cold_and_the_summary_counts_it(tmp_path, monkeypatch, capsys):
+    from medeval_kit.cli import runner
+
+    monkeypatch.delenv(wk.ENV, raising=False)
+    monkeypatch.setattr(wk, "READY_WAIT_S", 0.0)  # the runner's workers are forked: they see it too
+    _probe_project(tmp_path, 3)
+    monkeypatch.setenv("MEDEVAL_ROOT", str(tmp_path))
+    res = runner.run_studies(["s"], jobs=1)
+    assert [r.status for r in res] == ["ok"] * 3, [r.error for r in res]
+    seen = [(tmp_path / "notebooks" / f"r{i}.txt").read_text() for i in range(3)]
     assert set(seen) <= {"1", "cold"} and seen[0] == "cold"
     forked = seen.count("1")
     err = capsys.readouterr().err
-    assert f"kernels: {forked} forked from a warm process, {4 - forked} started cold" in err
+    assert f"kernels: {forked} forked from a warm process, {3 - forked} started cold" in err
     assert "x the warm process was still importing" in err
 
 

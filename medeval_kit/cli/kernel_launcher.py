@@ -2,7 +2,7 @@
 
 Run by jupyter_client in place of ``python -m ipykernel_launcher -f CONN`` as::
 
-    python -I -S kernel_launcher.py SOCKET python ... -m ipykernel_launcher -f CONN
+    python -I -S kernel_launcher.py SOCKET WAIT python ... -m ipykernel_launcher -f CONN
 
 Standard library only (it starts in ~20 ms). It sends the kernel command, its working folder, its environment and
 its stdin/stdout/stderr to the warm process, which forks a kernel from a process that already imported ipykernel,
@@ -10,7 +10,7 @@ numpy, pandas, scipy, matplotlib and the toolkit. This process then stands for t
 manager sends (interrupt, terminate) are forwarded to it, and it exits when the kernel exits, with its exit
 status. When it is killed, the warm process sees the socket close and kills the kernel.
 
-When there is no warm process, it is still importing, or it declines (another interpreter or environment), the
+When there is no warm process, it is still importing after WAIT seconds, or it declines (another interpreter or environment), the
 command is executed as it is: a normal, cold kernel start.
 """
 
@@ -20,6 +20,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 
 FORWARDED = ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
 
@@ -46,9 +47,12 @@ def _line(sock, buf):
 
 
 def main(argv):
-    path, cmd = argv[0], argv[1:]
+    path, wait, cmd = argv[0], float(argv[1]), argv[2:]
     base = os.path.splitext(path)[0]
-    if not os.path.exists(base + ".ready"):  # still importing: a cold start is sooner
+    end = time.monotonic() + wait  # a warm process still importing is ready in a few seconds: worth waiting for
+    while not os.path.exists(base + ".ready") and os.path.exists(path) and time.monotonic() < end:
+        time.sleep(0.02)
+    if not os.path.exists(base + ".ready"):
         _cold(cmd, base if os.path.exists(path) else None, "the warm process was still importing")
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

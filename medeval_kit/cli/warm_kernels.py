@@ -7,8 +7,8 @@ and the toolkit before the first cell does any work: about half of ``make figure
 
 A kernel is forked only when a cold start would run the same thing: the same interpreter, ``ipykernel_launcher``,
 and the same environment as the warm process's except the per-kernel variables (:data:`PER_KERNEL`), since the
-thread counts of BLAS, OpenMP and numba are fixed when those libraries load. Otherwise, while the warm process is
-still importing, and with ``MEDEVAL_WARM_KERNELS=0``, the kernel starts cold. Either way the notebook computes the same numbers; ``.ci/run``
+thread counts of BLAS, OpenMP and numba are fixed when those libraries load. Otherwise, when the warm process is
+still importing after :data:`READY_WAIT_S`, and with ``MEDEVAL_WARM_KERNELS=0``, the kernel starts cold. Either way the notebook computes the same numbers; ``.ci/run``
 checks that the committed outputs do not change. Linux only (fork after these imports is not safe on macOS).
 
 Why by hand: jupyter_client has no fork-based kernel start (its provisioners start commands), and papermill starts
@@ -60,6 +60,10 @@ PER_KERNEL = frozenset({"JPY_PARENT_PID", "JPY_SESSION_NAME", "PYTEST_CURRENT_TE
 """Variables that may differ between the warm process and a kernel (none is read at import time), besides the
 toolkit's own ``MEDEVAL_*``, which it reads only when called (``tests/test_warm_kernels.py`` checks)."""
 
+READY_WAIT_S = 15.0
+"""How long a kernel started while the warm process still imports waits for it (it takes a few seconds) before
+it starts cold."""
+
 FORKED = "MEDEVAL_KERNEL_FORKED"
 """Set to ``1`` in a forked kernel's environment."""
 
@@ -102,7 +106,8 @@ def warm_kernels() -> Iterator[WarmKernels]:
 
     Kernel managers of :class:`WarmKernelManager` started in the block (in this process or its workers) fork
     their kernels from it. The warm process takes the environment as it is now: start it after the thread
-    counts and the run's variables are set. A kernel started before its socket is bound starts cold.
+    counts and the run's variables are set. A kernel started before it has imported everything waits up to
+    :data:`READY_WAIT_S` for it, then starts cold.
 
     Returns
     -------
@@ -166,7 +171,7 @@ class _Warm:
         path = os.environ.get(ENV)
         if not path or path == "0" or not _forkable(cmd):
             return cmd
-        return [sys.executable, "-I", "-S", str(LAUNCHER), path, *cmd]
+        return [sys.executable, "-I", "-S", str(LAUNCHER), path, str(READY_WAIT_S), *cmd]
 
 
 class AsyncWarmKernelManager(_Warm, AsyncKernelManager):
