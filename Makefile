@@ -16,6 +16,9 @@ export CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF
   -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_OPENSSL=OFF
 export CMAKE_BUILD_PARALLEL_LEVEL ?= 2
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Compiled modules are cached (__pycache__/, git-ignored): with PYTHONDONTWRITEBYTECODE set, every process (each
+# test worker, kernel and CLI call) compiles the toolkit again, and pytest rewrites every test file again.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup figures test test-fast lint docs wheel lab apps report clean-runs help
 
@@ -70,9 +73,10 @@ test: setup
 	  -n $(TEST_JOBS) --dist loadfile
 
 # The inner loop: the unit tests without notebooks, browsers, the embedded model or the slow files
-# (tests/conftest.py SLOW_FILES), on TEST_JOBS processes. `make test` stays the whole suite.
+# (tests/conftest.py SLOW_FILES), on TEST_JOBS processes, with no warm-kernel process (few kernels start).
+# `make test` stays the whole suite.
 test-fast: setup
-	MEDEVAL_CACHE_MODE=replay $(BIN)/python -m pytest tests -q -n $(TEST_JOBS) -m "not slow and not browser and not local_model"
+	MEDEVAL_CACHE_MODE=replay MEDEVAL_WARM_KERNELS=0 $(BIN)/python -m pytest tests -q -n $(TEST_JOBS) -m "not slow and not browser and not local_model"
 
 # ruff's rules and version are in pyproject.toml ([tool.ruff], extra "dev")
 lint: setup

@@ -32,7 +32,7 @@ SLOW_FILES = {
     "test_plugins.py", "test_plan.py", "test_llm_faults.py", "test_your_data.py", "test_install.py",
     "test_apps.py", "test_apps_cli.py", "test_apps_browser_hostile.py", "test_run_notebook.py",
     "test_secrets_notebook.py", "test_report_browser.py", "test_llm_server.py", "test_llm_local.py",
-    "test_runner_safety.py", "test_cli_judge.py", "test_layers.py",
+    "test_runner_safety.py", "test_cli_judge.py", "test_layers.py", "test_warm_kernels.py", "test_llm_parse_secrets.py",
 }
 
 # Single tests of over ~2 s each (measured with --durations; `make test-fast` skips them, `make test` runs them)
