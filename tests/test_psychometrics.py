@@ -445,3 +445,14 @@ def test_medeval_items_cli_prints_flags_and_kr20(tmp_path, capsys):
     table = pd.read_csv(tmp_path / "items.csv")
     assert set(table["item"]) == {f"Q{q}" for q in range(6)}
     assert "too_easy" in str(table.set_index("item").loc["Q0", "flags"])
+
+
+def test_responses_passed_where_item_statistics_belong_are_a_clear_error():
+    """Found by hand: item_flags(responses) raised pandas' KeyError 'statistic'."""
+    from medeval_kit import psychometrics as pm
+    from medeval_kit.errors import ParameterError
+
+    exam = pm.synthetic_exam(5, 40, seed=0)
+    for f in (pm.item_flags, pm.item_table):
+        with pytest.raises(ParameterError, match=r"item_statistics\(responses\) first"):
+            f(exam.responses)

@@ -236,6 +236,11 @@ def item_table(stats: pd.DataFrame) -> pd.DataFrame:
         ``item``, ``p``, ``p_low``, ``p_high``, ``r_pbis`` (and its bounds), ``D`` (and its bounds),
         ``n_answered``, ``n_missing``.
     """
+    need = ["item", "statistic", "estimate", "ci_low", "ci_high", "n_items", "n_failed"]
+    missing = [c for c in need if c not in getattr(stats, "columns", ())]
+    if missing:  # e.g. the responses themselves, passed where their statistics belong
+        raise ParameterError(f"expected the result of item_statistics() (columns {need}); this table has no "
+                             f"{missing}: compute item_statistics(responses) first")
     short = {"difficulty": "p", "point_biserial": "r_pbis", "upper_lower": "D"}
     parts = []
     for stat, name in short.items():
