@@ -33,10 +33,9 @@ from .aspects import (
     MAX_SUBSETS,
     OBJECTIVES,
     AspectSelection,
-    _aligned,
-    _check_size,
     _evaluate,
     _search_all,
+    _search_inputs,
     _selections_of,
     _use_compiled,
     count_subsets,
@@ -344,14 +343,9 @@ def _values_on(diffs: pd.DataFrame, human: pd.Series, masks: np.ndarray) -> tupl
 def _in_sample_selections(diffs, human, *, method, objectives, max_k, engine) -> dict[str, AspectSelection]:
     """The search on all items without cross-validation (the paper's protocol): one
     :class:`AspectSelection` per objective with ``k_folds=0`` and NaN cross-validated values."""
-    bad = [o for o in objectives if o not in OBJECTIVES]
-    if bad or not objectives:
-        raise ParameterError(f"objective must be 'kappa' or 'agreement'; got {bad[0] if bad else objectives!r}")
-    X, y, names, n_missing = _aligned(diffs, human)
+    D, M, y, names, n_missing, k_cap = _search_inputs(diffs, human, method=method, objectives=objectives,
+                                                      max_k=max_k, max_subsets=MAX_SUBSETS, check_method=False)
     p = len(names)
-    k_cap = min(max_k or p, p)
-    _check_size(method, p, k_cap, MAX_SUBSETS)
-    M, D = np.isnan(X), np.nan_to_num(X, nan=0.0)
     view = _search_all(D, M, y, names, method, tuple(objectives), k_cap, engine)[0]
     allk, allpo, _, _, _ = _evaluate(D, M, np.ones((1, p)), y)
     out = {}

@@ -453,19 +453,27 @@ def _cross_validate(D, M, y, names, objective, fold_of, trained):
     return float((kc, poc)[col][0]), pd.DataFrame(rows)
 
 
-def _selections(diffs, human, *, method, objectives, max_k, k_folds, seed, max_subsets, engine
-                ) -> dict[str, AspectSelection]:
-    """The search, its in-sample scores and its K-fold cross-validation, for each objective."""
+def _search_inputs(diffs, human, *, method, objectives, max_k, max_subsets, check_method=True):
+    """The checked objectives (and method), the items aligned with the human labels and the search's size:
+    ``(D, M, y, names, n_missing, k_cap)`` with ``D`` the differences (NaN as 0) and ``M`` their NaN mask."""
     bad = [o for o in objectives if o not in OBJECTIVES]
     if bad or not objectives:
         raise ParameterError(f"objective must be 'kappa' or 'agreement'; got {bad[0] if bad else objectives!r}")
-    if method not in SEARCHES:
+    if check_method and method not in SEARCHES:
         raise ParameterError(f"method must be 'greedy', 'forward' or 'exhaustive'; got {method!r}")
     X, y, names, n_missing = _aligned(diffs, human)
     p = len(names)
     k_cap = min(max_k or p, p)
     _check_size(method, p, k_cap, max_subsets)
-    M, D = np.isnan(X), np.nan_to_num(X, nan=0.0)
+    return np.nan_to_num(X, nan=0.0), np.isnan(X), y, names, n_missing, k_cap
+
+
+def _selections(diffs, human, *, method, objectives, max_k, k_folds, seed, max_subsets, engine
+                ) -> dict[str, AspectSelection]:
+    """The search, its in-sample scores and its K-fold cross-validation, for each objective."""
+    D, M, y, names, n_missing, k_cap = _search_inputs(diffs, human, method=method, objectives=objectives,
+                                                      max_k=max_k, max_subsets=max_subsets)
+    p = len(names)
     k_folds = int(max(2, min(k_folds, len(y))))
     fold_of = _folds(len(y), k_folds, seed)
     compiled = _use_compiled(method, engine, len(y))
