@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["validator_class"]
+__all__ = ["preload", "validator_class"]
 
 
 def _jsonschema():
@@ -24,6 +24,33 @@ def _jsonschema():
     import jsonschema
 
     return jsonschema
+
+
+def preload() -> None:
+    """Import ``jsonschema`` now, without ``rfc3987_syntax``, so that a later import by nbformat finds it loaded.
+
+    nbformat (papermill, nbclient, nbval) imports ``jsonschema`` for the notebook schema, which uses no
+    ``"format"`` keyword; without this, every process that runs or tests a notebook builds that parser
+    grammar first. :mod:`medeval_kit.cli.runner` calls it before importing papermill.
+
+    Returns
+    -------
+    None
+
+    Example
+    -------
+    >>> preload()
+    >>> import sys
+    >>> "jsonschema" in sys.modules
+    True
+    """
+    _jsonschema()
+
+
+def pytest_addoption(parser) -> None:
+    """Pytest hook: ``-p medeval_kit.json_schema`` (pyproject's ``addopts``) runs :func:`preload` when pytest
+    registers this module, before it loads the plugins installed with packages (nbval imports nbformat)."""
+    preload()
 
 
 def validator_class(schema: dict[str, Any]):

@@ -96,3 +96,14 @@ def test_your_data_comes_first(name):
     headings = [line for c in nb["cells"] if c["cell_type"] == "markdown"
                 for line in "".join(c["source"]).splitlines() if line.startswith("## ") and "Setup" not in line]
     assert "your" in headings[0].lower(), headings[:2]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + sorted((ROOT / "notebooks").glob("*_app.py")), ids=lambda p: p.name)
+def test_a_temporary_folder_is_removed(path):
+    """A notebook that writes a scratch file into a temporary folder removes the folder: a run leaves nothing behind
+    in the system's temporary folder (aspect_search's demo left one per run)."""
+    text = path.read_text()
+    code = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "code") \
+        if path.suffix == ".ipynb" else text
+    if "mkdtemp(" in code:
+        assert "rmtree(" in code, f"{path.name} makes a temporary folder (mkdtemp) and never removes it"

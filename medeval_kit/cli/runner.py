@@ -56,6 +56,7 @@ from medeval_kit.cli.params import Typed as _Typed
 from medeval_kit.cli.params import check_inside, check_plain, parse_assignments, positive_usd, usd_argument
 from medeval_kit.cli.studies import Run, Study, load_studies
 from medeval_kit.errors import ParameterError, StudyError
+from medeval_kit.json_schema import preload
 
 __all__ = [
     "Run",
@@ -112,6 +113,7 @@ class RunResult:
 
 def notebook_parameters(notebook: str | Path) -> dict[str, dict]:
     """Return the parameters a notebook declares: name -> {type, default, help}."""
+    preload()  # before papermill: nbformat then imports jsonschema without its slow optional parser
     import papermill as pm
 
     path = _notebook_path(notebook)
@@ -237,6 +239,7 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
     """
     import logging
 
+    preload()
     import papermill as pm
 
     from medeval_kit.cli.warm_kernels import AsyncWarmKernelManager

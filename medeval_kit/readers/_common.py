@@ -382,23 +382,33 @@ class Tally:
         else:
             df = pd.DataFrame(rows)
         schema = SCHEMAS[table]
+        kinds = {c.name: c.kind for c in schema.columns}
         for c in schema.columns:
-            if c.name not in df.columns:
-                if c.required:
-                    raise AssertionError(f"reader bug: {table} row without {c.name}")
-                continue
-            if c.kind == "str":
-                df[c.name] = df[c.name].astype(object).where(df[c.name].notna(), None)
-            elif c.kind == "int":
-                df[c.name] = df[c.name].astype(np.int64)
-            elif c.kind == "float":
-                df[c.name] = pd.to_numeric(df[c.name], errors="coerce").astype(float)
-        if "label" in df.columns:
-            df["label"] = df["label"].astype(object).where(df["label"].notna(), None)
+            if c.required and c.name not in df.columns:
+                raise AssertionError(f"reader bug: {table} row without {c.name}")
         order = [c.name for c in schema.columns if c.name in df.columns]
         order += [c for c in columns if c in df.columns and c not in order]
         order += [c for c in df.columns if c not in order]
-        df = df[order].reset_index(drop=True)
+        # One new frame from the converted columns: a column assignment per column costs more than the
+        # conversions on the small tables most files give.
+        data = {}
+        for name in order:
+            s = df[name]
+            kind = "label" if name == "label" else kinds.get(name)
+            if kind in ("str", "label"):  # object values, None where missing
+                v = s.to_numpy(dtype=object)
+                na = pd.isna(v)
+                if na.any():
+                    v = v.copy()
+                    v[na] = None
+                data[name] = pd.Series(v, dtype=object, copy=False)
+            elif kind == "int":
+                data[name] = pd.Series(s.astype(np.int64).to_numpy(), copy=False)
+            elif kind == "float":
+                data[name] = pd.Series(pd.to_numeric(s, errors="coerce").astype(float).to_numpy(), copy=False)
+            else:
+                data[name] = pd.Series(s.array, copy=False)
+        df = pd.DataFrame(data, copy=False)
         return validate(df, table, source=self.source, categories=categories)
 
     def result(self, primary: str, reader: str = "", **tables: pd.DataFrame | None) -> ReadResult:
