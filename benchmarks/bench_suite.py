@@ -11,7 +11,7 @@ per test file, so that regressions show up in closing notes.
 
 Measured, never asserted. The machine may be shared: the load average is printed next to the times.
 
-    python benchmarks/bench_suite.py [--part figures|tests|all] [--jobs 2] [--top 10]
+    python benchmarks/bench_suite.py [--part figures|tests|all] [--jobs 2] [--test-jobs N] [--top 10]
     medeval bench suite -- --part figures
 """
 
@@ -105,13 +105,15 @@ def tests(jobs: int, top: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=("figures", "tests", "all"), default="all")
-    ap.add_argument("--jobs", type=int, default=2, help="notebook runs / test processes in parallel (default 2)")
+    ap.add_argument("--jobs", type=int, default=2, help="notebook runs in parallel (default 2, as make figures)")
+    ap.add_argument("--test-jobs", type=int, default=(os.cpu_count() or 2) + 1,
+                    help="test processes (default: one more than the cores, as make test)")
     ap.add_argument("--top", type=int, default=10, help="how many runs, cells and test files to list")
     args = ap.parse_args(argv)
     if args.part in ("figures", "all"):
         figures(args.jobs, args.top)
     if args.part in ("tests", "all"):
-        tests(args.jobs, args.top)
+        tests(args.test_jobs, args.top)
     return 0
 
 

@@ -75,7 +75,20 @@ SLOW_TESTS = {
 }
 
 
+# The longest files (wall seconds under `make test`, `medeval bench suite`), longest first. pytest-xdist hands whole
+# files to its processes in collection order, so these go first: a long file handed out last would run alone at
+# the end while the other processes wait.
+LONGEST_FIRST = (
+    "test_your_data.py", "test_apps.py", "test_plan.py", "test_install.py", "test_warm_kernels.py",
+    "test_llm_budget_retry.py", "test_readers_safety.py", "test_apps_cli.py", "test_llm_server.py", "test_runner.py",
+    "test_llm_parse_secrets.py", "test_cli_judge.py", "test_runner_safety.py", "test_llm_faults.py",
+    "test_llm_safety.py", "item_analysis.ipynb",
+)
+
+
 def pytest_collection_modifyitems(config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its own order
     for item in items:
         if item.path.name in SLOW_FILES or f"{item.path.name}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)

@@ -107,3 +107,22 @@ def test_a_temporary_folder_is_removed(path):
         if path.suffix == ".ipynb" else text
     if "mkdtemp(" in code:
         assert "rmtree(" in code, f"{path.name} makes a temporary folder (mkdtemp) and never removes it"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_parameter_reaches_medeval_params(path, caplog):
+    """Every assignment of the parameters cell is a parameter papermill reads (and `medeval params` shows):
+    papermill skipped judging's ``rubric`` line, whose help text held " = ", with only a logged warning."""
+    import ast
+
+    from medeval_kit.cli.runner import notebook_parameters
+
+    nb = json.loads(path.read_text())
+    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    assigned = [t.id if isinstance(n, ast.Assign) else n.target.id
+                for n in ast.parse("".join(cell["source"])).body if isinstance(n, (ast.Assign, ast.AnnAssign))
+                for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]
+    with caplog.at_level("WARNING"):
+        declared = notebook_parameters(path)
+    assert list(declared) == assigned, f"{path.name}: papermill misses {sorted(set(assigned) - set(declared))}"
+    assert "Unable to parse" not in caplog.text
