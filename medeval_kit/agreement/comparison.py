@@ -24,14 +24,20 @@ _NAN = float("nan")
 
 def as_comparison_table(t: pd.DataFrame) -> pd.DataFrame:
     """``t`` with every column of :data:`COLUMNS` (missing ones NaN; ``n_failed`` 0, text ""), in that order."""
-    t = t.copy()
+    # One new frame from the columns (a column assignment per missing column cost more than the rest of a
+    # planning simulation's table)
+    data = {}
     for c in COLUMNS:
-        if c not in t.columns:
-            t[c] = 0 if c == "n_failed" else ("" if c in _TEXT else _NAN)
-    t["noninferior"] = t["noninferior"].astype("boolean")
-    for c in _TEXT:
-        t[c] = t[c].fillna("")
-    return t[COLUMNS]
+        if c in t.columns:
+            col = t[c]
+        else:
+            col = pd.Series(0 if c == "n_failed" else ("" if c in _TEXT else _NAN), index=t.index)
+        if c == "noninferior":
+            col = col.astype("boolean")
+        elif c in _TEXT:
+            col = col.fillna("")
+        data[c] = col
+    return pd.DataFrame(data, index=t.index)
 
 
 def paired_p_values(d: np.ndarray, margin: float) -> dict:

@@ -425,23 +425,22 @@ def _assemble(sides, judges, design, metric, margin, n_boot, confidence, seed, h
     ests = np.array([_point(s) for s in order])
     reps = replicates(order, n_boot, seed) if n_boot else np.full((0, len(order)), np.nan)
     h = sides["humans"]
+    same = dict(design=design if design != "loo" else f"loo ({how})", metric=metric, margin=margin)
     lo, hi, _ = interval(ests[0], reps[:, 0], confidence, "percentile")
     rows = [dict(role="humans", rater=f"humans ({h['n_humans']})", estimate=ests[0], ci_low=lo, ci_high=hi,
                  n_items=h["stat"].n_items, n_pairs=h["n_pairs"], n_humans=h["n_humans"], n_ties=h["n_ties"],
-                 note=h["note"])]
+                 note=h["note"], **same)]
     for k, j in enumerate(judges):
         s = sides[j]
         a, b = 1 + 2 * k, 2 + 2 * k
         lo, hi, _ = interval(ests[a], reps[:, a], confidence, "percentile")
         row = dict(role="judge", rater=j, estimate=ests[a], ci_low=lo, ci_high=hi, n_items=s["stat"].n_items,
                    n_pairs=s["n_pairs"], n_humans=s["n_humans"], n_ties=s["n_ties"], delta=ests[a] - ests[b],
-                   note=s["note"])
+                   note=s["note"], **same)
         verdict_columns(row, reps[:, a] - reps[:, b] if n_boot and np.isfinite(row["delta"]) else None, n_boot,
                         confidence, margin)
         rows.append(row)
-    out = pd.DataFrame(rows).assign(design=design if design != "loo" else f"loo ({how})", metric=metric,
-                                    margin=margin)
-    return as_comparison_table(out)
+    return as_comparison_table(pd.DataFrame(rows))
 
 
 # --------------------------------------------------------------------------- every design
