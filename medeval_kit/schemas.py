@@ -249,8 +249,7 @@ def _kind_ok(series: pd.Series, notna: np.ndarray, kind: str) -> np.ndarray:
     if kind == "str":
         if ptypes.is_string_dtype(dtype) and not ptypes.is_object_dtype(dtype):
             return np.ones(len(series), dtype=bool)
-        values = series.to_numpy(dtype=object)
-        return np.fromiter((isinstance(v, str) for v in values), dtype=bool, count=len(values)) | ~notna
+        return _instances(series, str) | ~notna
     if kind == "int":
         if ptypes.is_integer_dtype(dtype) and not ptypes.is_bool_dtype(dtype):
             return np.ones(len(series), dtype=bool)
@@ -262,9 +261,14 @@ def _kind_ok(series: pd.Series, notna: np.ndarray, kind: str) -> np.ndarray:
     if kind == "bool":
         if ptypes.is_bool_dtype(dtype):
             return np.ones(len(series), dtype=bool)
-        values = series.to_numpy(dtype=object)
-        return np.fromiter((isinstance(v, bool) for v in values), dtype=bool, count=len(values)) | ~notna
+        return _instances(series, bool) | ~notna
     raise AssertionError(kind)
+
+
+def _instances(series: pd.Series, typ: type) -> np.ndarray:
+    """True where the value is a ``typ``."""
+    values = series.to_numpy(dtype=object)
+    return np.fromiter((isinstance(v, typ) for v in values), dtype=bool, count=len(values))
 
 
 @shared_docs

@@ -9,6 +9,15 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 
+def _code(nb: dict) -> str:
+    """The notebook's code cells, one text."""
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def _parameters_cells(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+
+
 def test_there_are_notebooks():
     assert NOTEBOOKS, "no notebooks found"
 
@@ -16,7 +25,7 @@ def test_there_are_notebooks():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_parameters_cell_and_no_outputs(path):
     nb = json.loads(path.read_text())
-    tagged = [c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])]
+    tagged = _parameters_cells(nb)
     assert len(tagged) == 1, f"{path.name}: expected exactly one cell tagged 'parameters'"
     assert tagged[0]["cell_type"] == "code"
     for i, cell in enumerate(nb["cells"]):
@@ -38,8 +47,7 @@ def test_parameters_are_typed_and_documented(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebooks_stay_thin(path):
-    nb = json.loads(path.read_text())
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    code = _code(json.loads(path.read_text()))
     assert "\ndef " not in "\n" + code, f"{path.name}: define functions in the package, not the notebook"
     assert "import re\n" not in code and "%pip" not in code
 
@@ -103,8 +111,7 @@ def test_a_temporary_folder_is_removed(path):
     """A notebook that writes a scratch file into a temporary folder removes the folder: a run leaves nothing behind
     in the system's temporary folder (aspect_search's demo left one per run)."""
     text = path.read_text()
-    code = "\n".join("".join(c["source"]) for c in json.loads(text)["cells"] if c["cell_type"] == "code") \
-        if path.suffix == ".ipynb" else text
+    code = _code(json.loads(text)) if path.suffix == ".ipynb" else text
     if "mkdtemp(" in code:
         assert "rmtree(" in code, f"{path.name} makes a temporary folder (mkdtemp) and never removes it"
 
@@ -117,8 +124,7 @@ def test_every_parameter_reaches_medeval_params(path, caplog):
 
     from medeval_kit.cli.runner import notebook_parameters
 
-    nb = json.loads(path.read_text())
-    cell = next(c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", []))
+    cell = _parameters_cells(json.loads(path.read_text()))[0]
     assigned = [t.id if isinstance(n, ast.Assign) else n.target.id
                 for n in ast.parse("".join(cell["source"])).body if isinstance(n, (ast.Assign, ast.AnnAssign))
                 for t in (n.targets if isinstance(n, ast.Assign) else [n.target])]

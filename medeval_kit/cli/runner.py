@@ -111,11 +111,18 @@ class RunResult:
         return f"FAILED   {self.run.id:<40} {self.run.notebook}{where}: {self.error}{calls}"
 
 
+def _papermill():
+    """papermill, imported after :func:`medeval_kit.json_schema.preload` (nbformat then imports jsonschema
+    without its slow optional parser)."""
+    preload()
+    import papermill
+
+    return papermill
+
+
 def notebook_parameters(notebook: str | Path) -> dict[str, dict]:
     """Return the parameters a notebook declares: name -> {type, default, help}."""
-    preload()  # before papermill: nbformat then imports jsonschema without its slow optional parser
-    import papermill as pm
-
+    pm = _papermill()
     path = _notebook_path(notebook)
     params = pm.inspect_notebook(str(path))
     return {
@@ -239,8 +246,7 @@ def _execute(run: Run, params: dict[str, Any], out: str, cwd: str, kernel: str |
     """
     import logging
 
-    preload()
-    import papermill as pm
+    pm = _papermill()
 
     from medeval_kit.cli.warm_kernels import AsyncWarmKernelManager
 
