@@ -466,3 +466,45 @@ def test_text_drawn_into_figures_is_formatted_alike_whatever_the_last_bit(value,
     assert len(shown) == 1
     if value in (0.615, 2.675):  # ties whose plain formatting flips with the last bit: the rounding is needed
         assert len(raw) == 2
+
+
+def test_one_layout_pass_for_every_format_and_the_png_keeps_matplotlibs_tight_box(tmp_path, monkeypatch):
+    """save_figure lays the figure out once for its three formats (bbox_inches="tight" ran a pass per format:
+    6 draws, now 4), and the box is matplotlib's own: the PNG has the size a plain tight save gives."""
+    from matplotlib.figure import Figure
+    from PIL import Image
+
+    def drawn(ax):
+        ax.errorbar(np.arange(5), np.linspace(0.1, 0.9, 5), yerr=0.05, fmt="o", label="judge")
+        ax.set_xlabel("Number of items (n)")
+        ax.set_title("A title wider than the axes, to set the box")
+        ax.legend(loc="upper left", bbox_to_anchor=(1, 1))
+
+    draws = []
+    real = Figure.draw
+
+    def counted(self, renderer):
+        draws.append(type(renderer).__name__)
+        return real(self, renderer)
+
+    fig, ax = viz.figure("single")
+    drawn(ax)
+    monkeypatch.setattr(Figure, "draw", counted)
+    save_figure(fig, "once", tmp_path)
+    monkeypatch.setattr(Figure, "draw", real)
+    assert len(draws) == 4, draws
+
+    fig, ax = viz.figure("single")
+    drawn(ax)
+    with plt.rc_context(figures._RC):
+        fig.savefig(tmp_path / "plain.png", dpi=300, bbox_inches="tight")
+    assert Image.open(tmp_path / "once.png").size == Image.open(tmp_path / "plain.png").size
+
+
+def test_a_figure_with_a_layout_engine_keeps_the_tight_save(tmp_path):
+    fig, ax = viz.figure("single", layout="constrained")
+    ax.plot([0, 1], [0, 1])
+    ax.set_title("constrained")
+    assert figures._tight_box(fig, 300) == "tight"
+    paths = save_figure(fig, "constrained", tmp_path)
+    assert all(paths[f].stat().st_size > 0 for f in ("pdf", "png", "svg"))

@@ -109,6 +109,21 @@ def test_another_environment_starts_cold_and_names_the_variable_not_its_value(tm
     assert "1 started cold" in w.summary()
 
 
+def test_a_provider_key_or_endpoint_set_later_still_forks_and_reaches_the_kernel(tmp_path, monkeypatch):
+    """Keys and base URLs are read when a client is made, never at import: a kernel that differs only in them
+    is forked, and gets its own values (a test that sets a stub's key used to start every kernel cold)."""
+    monkeypatch.delenv(wk.ENV, raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with wk.warm_kernels() as w:
+        assert w.wait()
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-1234")
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        got = _probe(wk.WarmKernelManager, tmp_path)
+    assert got["env"][wk.FORKED] == "1" and (w.forked, sum(w.declined.values())) == (1, 0)
+    assert got["env"]["OPENAI_API_KEY"] == "sk-test-not-a-real-key-1234"
+    assert got["env"]["OPENAI_BASE_URL"] == "http://127.0.0.1:9/v1"
+
+
 def test_without_a_warm_process_the_kernel_starts_cold(tmp_path, monkeypatch):
     monkeypatch.setenv(wk.ENV, str(tmp_path / "nobody-listens.sock"))
     got = _probe(wk.WarmKernelManager, tmp_path)

@@ -58,7 +58,13 @@ PRELOAD = (
 
 PER_KERNEL = frozenset({"JPY_PARENT_PID", "JPY_SESSION_NAME", "PYTEST_CURRENT_TEST", "MPLBACKEND"})
 """Variables that may differ between the warm process and a kernel (none is read at import time), besides the
-toolkit's own ``MEDEVAL_*``, which it reads only when called (``tests/test_warm_kernels.py`` checks)."""
+toolkit's own ``MEDEVAL_*``, which it reads only when called (``tests/test_warm_kernels.py`` checks), and
+:data:`PER_KERNEL_SUFFIXES`."""
+
+PER_KERNEL_SUFFIXES = ("_API_KEY", "_BASE_URL")
+"""Endings of variable names that may differ too: providers' keys and endpoints (``OPENAI_API_KEY``,
+``OPENAI_BASE_URL`` ...), read when a client is made (the toolkit's providers, the openai and anthropic SDKs),
+never at import."""
 
 READY_WAIT_S = 15.0
 """How long a kernel started while the warm process still imports waits for it (it takes a few seconds) before
@@ -199,7 +205,8 @@ def _decline(base: dict[str, str], argv: list[str], env: dict[str, str]) -> str:
     """Why this request must start cold ("" when it may be forked)."""
     if not _forkable(argv):
         return "not this interpreter's ipykernel"
-    keys = {k for k in set(base) | set(env) if k not in PER_KERNEL and not k.startswith("MEDEVAL_")}
+    keys = {k for k in set(base) | set(env)
+            if k not in PER_KERNEL and not k.startswith("MEDEVAL_") and not k.endswith(PER_KERNEL_SUFFIXES)}
     differ = sorted(k for k in keys if base.get(k) != env.get(k))
     return f"environment differs in {', '.join(differ[:5])}" if differ else ""
 

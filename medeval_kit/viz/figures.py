@@ -166,13 +166,35 @@ def save_figure(
     }
     _round_artists(fig, STABLE_DIGITS)
     with plt.rc_context(_RC):
+        box = _tight_box(fig, dpi=300)
         for fmt in formats:
             p = out / f"{name}.{fmt}"
-            fig.savefig(p, format=fmt, metadata=stamp.get(fmt), dpi=300)
+            fig.savefig(p, format=fmt, metadata=stamp.get(fmt), dpi=300, bbox_inches=box)
             paths[fmt] = p
     paths["json"] = write_sidecar(out / f"{name}.json", sidecar("figure", name, paths, data=data, meta=meta))
     plt.close(fig)
     return paths
+
+
+def _tight_box(fig: Any, dpi: float) -> Bbox | str:
+    """The tight bounding box (padded, in inches) of ``fig`` at ``dpi``, from one layout pass.
+
+    ``bbox_inches="tight"`` runs a layout pass for every format written; one box for all formats saves two of
+    the three (about a third of :func:`save_figure`'s time). Its corners are rounded to
+    :data:`~medeval_kit.tables.STABLE_DIGITS` like the coordinates drawn. A figure with a layout engine
+    (constrained layout) lays itself out at each save anyway, so it keeps matplotlib's own tight box.
+    """
+    if fig.get_layout_engine() is not None:
+        return "tight"
+    old = fig.dpi
+    try:
+        fig.set_dpi(dpi)
+        fig.draw_without_rendering()
+        box = fig.get_tightbbox().padded(plt.rcParams["savefig.pad_inches"])
+    finally:
+        fig.set_dpi(old)
+    r = _round_array(box.get_points(), STABLE_DIGITS)
+    return Bbox(box.get_points() if r is None else r)
 
 
 def save_plotly(
