@@ -163,8 +163,15 @@ def test_killing_the_stand_in_kills_the_kernel(warm, tmp_path):
 def test_an_interrupt_reaches_the_forked_kernel(warm, tmp_path):
     k = Kernel(cwd=tmp_path)
     try:
-        k.kc.execute("import time; time.sleep(60)")
-        time.sleep(1.0)
+        msg_id = k.kc.execute("import time; time.sleep(60)")
+        # interrupt once the cell runs: a SIGINT that arrives while a loaded machine still starts the kernel is
+        # lost, and the reply would come after the 60 s (seen under a profiler)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = k.kc.get_iopub_msg(timeout=60)
+            if msg["msg_type"] == "execute_input" and msg["parent_header"].get("msg_id") == msg_id:
+                break
+        time.sleep(0.2)
         t0 = time.monotonic()
         k.km.interrupt_kernel()
         reply = k.kc.get_shell_msg(timeout=20)

@@ -126,7 +126,7 @@ def save_figure(
     :data:`medeval_kit.tables.STABLE_DIGITS` (12) significant digits, as the tables' numbers are: results
     that differ between machines in their last bits (~1e-16) are drawn from the same numbers, so a coordinate
     near a rounding boundary of the SVG or PDF writer is written the same everywhere. ``fig`` is changed in
-    place (and closed).
+    place (and closed). All formats share one tight bounding box, found by one layout pass at 300 dpi.
 
     Parameters
     ----------
