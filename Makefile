@@ -48,7 +48,16 @@ $(STAMP): pyproject.toml $(LLAMA_CMAKE) | $(BIN)/python
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (medeval_kit)" >/dev/null
 	@touch $(STAMP)
 
-setup: $(STAMP)
+# numba compiles the exhaustive aspect search once, into medeval_kit/judge/__pycache__ (git-ignored), keyed by the
+# source file: about 20 s of CPU. Done here, it is done once; otherwise every test process and kernel that searches
+# before the cache is written compiles it too (in a fresh clone, `make test` took a minute longer than in a
+# checkout that had the cache).
+KERNELS_STAMP := $(VENV)/.medeval-kernels-compiled
+$(KERNELS_STAMP): medeval_kit/judge/_kernels.py $(STAMP)
+	@$(BIN)/python -c "from medeval_kit.judge.aspects import warm_up; print(f'aspect search compiled (numba) in {warm_up():.0f} s')"
+	@touch $(KERNELS_STAMP)
+
+setup: $(STAMP) $(KERNELS_STAMP)
 
 APPS := $(wildcard notebooks/*_app.py)
 
