@@ -222,3 +222,45 @@ def test_duplicate_rows_hint_names_only_accepted_flags(tmp_path, capsys):
     assert "--criterion" not in err  # judge-vs-humans takes no --criterion
     code, _, err = _run(capsys, "agreement", f, "--n-boot", 0)
     assert code == 2 and "--criterion" in err  # agreement does
+
+
+def _one_rater_oracle(df: pd.DataFrame) -> list[tuple[str, str]]:
+    """The one-rater rule written with pandas' groupby (how check_labels computed it before it used integer
+    codes): labels used by one rater only and rarely (at most twice, or under 5% of that rater's labels)."""
+    from medeval_kit.agreement.io import _MAX_CATEGORIES_FOR_RARE, _MIN_LABELS_FOR_RARE, MISSING_TOKENS
+
+    by = df.dropna(subset=["label"])
+    counts = by["label"].value_counts()
+    if len(by) < _MIN_LABELS_FOR_RARE or not 2 <= len(counts) <= _MAX_CATEGORIES_FOR_RARE:
+        return []  # too few labels, or free text: no rarity rule
+    if by["rater"].nunique() < 3:
+        return []
+    once = set(counts[counts == 1].index)  # reported as used once instead
+    per = by.groupby("label", sort=False)["rater"].agg(["nunique", "size", "first"])
+    own = by.groupby("rater", sort=False).size()
+    return [(v, str(r["first"])) for v, r in per.iterrows() if r["nunique"] == 1 and v not in once
+            and isinstance(v, str)
+            and v.strip().casefold() not in MISSING_TOKENS and (r["size"] <= 2 or r["size"] < 0.05 * own[r["first"]])]
+
+
+def test_the_one_rater_rule_agrees_with_a_groupby_on_random_panels():
+    """400 random panels (rare labels, missing labels and raters, raters written 7 and 7.0): the rule, computed
+    on integer codes, names the labels and raters a groupby finds."""
+    rng = np.random.default_rng(7)
+    found = 0
+    for _ in range(400):
+        n = int(rng.integers(3, 60))
+        labels = rng.choice(np.array(["A", "B", "tie", "Yes", "x", "B ", None], dtype=object), n,
+                            p=[0.35, 0.3, 0.2, 0.05, 0.04, 0.03, 0.03])
+        raters = rng.choice(np.array(["r1", "r2", "r3", "dr_x", 7, 7.0, None], dtype=object), n)
+        df = pd.DataFrame({"label": labels, "rater": raters})
+        notes = [x for x in check_labels(df, categories=None)[1] if x.kind == "one_rater"]
+        expected = _one_rater_oracle(df)
+        if not expected:
+            assert not notes, (df.to_dict("list"), notes)
+            continue
+        found += 1
+        assert len(notes) == 1
+        for v, w in expected[:5]:
+            assert f"{v!r} ({w})" in notes[0], (df.to_dict("list"), notes[0], expected)
+    assert found >= 20

@@ -140,10 +140,14 @@ def check_labels(
     present = s.notna().to_numpy()
     declared = {str(c).strip().casefold() for c in categories} if categories is not None else set()
     vals = pd.Series(_values(s), index=df.index)
-    text_mask = np.array([isinstance(v, str) for v in vals], dtype=bool)
+    # per distinct value, not per row: a panel has thousands of rows and a handful of labels
+    codes, uniq = pd.factorize(vals)
+    is_text = np.array([isinstance(v, str) for v in uniq] + [False], dtype=bool)  # [-1]: missing
+    text_mask = is_text[codes]
     if not text_mask.any():
         return df, notes  # numbers only: a scale; rare values are not typos
-    keys = vals[text_mask].map(lambda v: v.strip().casefold())
+    folded = np.array([v.strip().casefold() if t else None for v, t in zip(uniq, is_text)] + [None], dtype=object)
+    keys = pd.Series(folded[codes[text_mask]], index=vals.index[text_mask])
     # missing-like tokens used as labels
     for tok in [t for t in pd.unique(keys) if t in MISSING_TOKENS and t not in declared]:
         hit = np.zeros(len(df), bool)
@@ -179,16 +183,27 @@ def check_labels(
             f"({_rows(hit)}): a typo? fix the file, or declare the label set with --categories "
             "(categories=[...])", "rare"))
     if rater and rater in df.columns:
-        by = pd.DataFrame({"r": _values(df[rater]), "v": vals}).loc[present]
-        if by["r"].nunique() >= 3:
-            per = by.groupby("v", sort=False)["r"].agg(["nunique", "size", "first"])
-            own = by.groupby("r", sort=False).size()
-            lone = [v for v, r in per.iterrows() if r["nunique"] == 1 and v not in flagged and isinstance(v, str)
+        # per label (in order of first use): its rows, how many raters used it, and the first of them; per
+        # rater: its rows. Integer codes instead of a groupby: this runs in every verdict.
+        who_all = np.asarray(_values(df[rater]), dtype=object)[present]
+        rc, raters = pd.factorize(who_all)
+        if len(raters) >= 3:
+            vc, labels = pd.factorize(np.asarray(vals, dtype=object)[present])
+            rated = np.flatnonzero(rc >= 0)
+            size = np.bincount(vc, minlength=len(labels))
+            n_raters = np.bincount(np.unique(vc[rated] * len(raters) + rc[rated]) // len(raters),
+                                   minlength=len(labels))
+            first = np.zeros(len(labels), dtype=np.intp)  # the label's first row with a rater
+            seen, at = np.unique(vc[rated], return_index=True)
+            first[seen] = rated[at]
+            own = np.bincount(rc[rated], minlength=len(raters))
+            lone = [k for k, v in enumerate(labels) if n_raters[k] == 1 and v not in flagged and isinstance(v, str)
                     and v.strip().casefold() not in MISSING_TOKENS
-                    and (r["size"] <= 2 or r["size"] < 0.05 * own[r["first"]])]
+                    and (size[k] <= 2 or size[k] < 0.05 * own[rc[first[k]]])]
             if lone:
+                who = [str(who_all[first[k]]) for k in lone]
+                lone = [labels[k] for k in lone]
                 hit = vals.isin(lone).to_numpy() & present
-                who = per.loc[lone, "first"].astype(str)
                 notes.append(LabelNote(
                     "label(s) used rarely and by one rater only: "
                     + ", ".join(f"{v!r} ({w})" for v, w in list(zip(lone, who))[:5])
