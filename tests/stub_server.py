@@ -592,7 +592,8 @@ class StubServer:
         self._thread: threading.Thread | None = None
 
     def start(self) -> StubServer:
-        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # shutdown() waits for the loop's next poll: 0.5 s by default, paid at the end of every test that used a stub
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
         self._thread.start()
         return self
 
