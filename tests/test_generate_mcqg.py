@@ -15,7 +15,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from _fake_llm import FakeClient  # noqa: E402
 
-from medeval_kit.generate import load_srefine_inputs, run_srefine, shuffle_options  # noqa: E402
+from medeval_kit.datasets import load_srefine_inputs  # noqa: E402
+from medeval_kit.generate import run_srefine, shuffle_options  # noqa: E402
 from medeval_kit.schemas import validate  # noqa: E402
 
 INPUTS = pd.DataFrame({

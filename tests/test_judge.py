@@ -446,7 +446,7 @@ def test_default_study_replays_from_the_committed_cache():
     pairs, kw = repro.judging_inputs("pairwise", "pandalm", n_items=40, seed=0)
     client = get_client("local/smollm2-135m", cache_mode="replay")
     try:
-        j = J.run_protocol("pairwise", pairs, client=client, judge="local/smollm2-135m", repeats=2, seed=0,
+        j = J.run_protocol("pairwise", pairs, client=client, model="local/smollm2-135m", repeats=2, seed=0,
                            progress=False, **kw)
     except CacheMissError:
         pytest.skip("the default judging study has not been run into this cache yet (medeval run judging)")
@@ -594,6 +594,8 @@ def test_protocols_take_model_and_a_columns_mapping():
     # through the registry too, and read_items follows medeval_kit.columns
     via = J.run_protocol("pairwise", mine, client=FakeClient(prefers_good), columns=cols, progress=False)
     assert via["verdict"].tolist() == want["verdict"].tolist()
+    with pytest.warns(DeprecationWarning, match=r"run_protocol\(judge=\.\.\.\) is deprecated; pass model="):
+        J.run_protocol("pairwise", PAIRS, client=FakeClient(prefers_good), judge="fake/judge", progress=False)
     assert J.item_columns("pairwise") == (("item", "question", "answer_a", "answer_b"), ("model_a", "model_b"))
 
 

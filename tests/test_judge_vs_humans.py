@@ -301,9 +301,11 @@ def test_literal_none_and_na_labels_are_labels(tmp_path):
     # Finding: pandas turned a literal label None / NA into missing.
     f = tmp_path / "n.csv"
     f.write_text("item,rater,label\n1,a,None\n1,b,None\n2,a,NA\n2,b,NA\n3,a,x\n3,b,\n")
-    t = ag.read_annotations(f)
+    with pytest.warns(ag.LabelWarning, match="looks like a missing value"):  # kept as labels, and said so
+        t = ag.read_annotations(f)
     assert t["label"].tolist()[:4] == ["None", "None", "NA", "NA"] and pd.isna(t["label"].iloc[5])
-    assert ag.read_annotations(f, missing=["NA"])["label"].isna().sum() == 3
+    with pytest.warns(ag.LabelWarning, match="'None'"):
+        assert ag.read_annotations(f, missing=["NA"])["label"].isna().sum() == 3
 
 
 def test_high_cardinality_labels_are_refused_before_any_allocation(tmp_path, capsys):

@@ -291,5 +291,6 @@ def test_selection_paths_and_warm_up():
     labels = pd.Series(rng.choice(["A", "B", "tie"], size=20), index=diffs.index)
     sel = judge.select_aspects_all(diffs, labels, max_k=2, k_folds=2, seed=0)
     paths = judge.aspects.selection_paths(sel)
-    assert set(paths["objective"]) == set(sel) and len(paths) == sum(len(s.path) for s in sel.values())
+    assert set(paths["objective"]) == set(sel.by_objective) and len(paths) == sum(
+        len(s.path) for s in sel.by_objective.values())
     assert judge.aspects.warm_up() >= 0

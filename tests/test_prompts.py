@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from medeval_kit.errors import MedevalError
+from medeval_kit.paths import prompts_dir
 from medeval_kit.prompts import (
     Prompt,
     PromptError,
@@ -13,7 +14,6 @@ from medeval_kit.prompts import (
     load_prompt,
     load_rubric,
     parse_prompt,
-    prompts_dir,
 )
 
 GOOD = """---

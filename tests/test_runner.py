@@ -269,8 +269,8 @@ def test_item_draws_are_nested_prefixes_of_one_permutation(seed):
     """Issue 13: a 10-item run reused 4 of the 40 cached calls of a 40-item run; now all of them."""
     import pandas as pd
 
+    from medeval_kit import datasets, repro
     from medeval_kit import generate as G
-    from medeval_kit import repro
     from medeval_kit.stats import nested_order, nested_sample
 
     ids = [f"i{k}" for k in range(200)]
@@ -284,7 +284,7 @@ def test_item_draws_are_nested_prefixes_of_one_permutation(seed):
     assert set(p10["item"]) <= set(p40["item"]) and len(p10) == 10
     m2, m5 = (repro.judging_inputs("rubric", "medqg", n_items=n, seed=seed)[0] for n in (2, 5))
     assert set(m2["item"]) <= set(m5["item"])
-    s3, s6 = (G.load_srefine_inputs(n=n, seed=seed) for n in (3, 6))
+    s3, s6 = (datasets.load_srefine_inputs(n=n, seed=seed) for n in (3, 6))
     assert s3["item"].tolist() == s6["item"].tolist()[:3]
     items = pd.DataFrame({"context": [f"Sentence about topic{k} here. More." for k in range(60)],
                           "keypoint": [f"topic{k}" for k in range(60)]})
@@ -306,7 +306,7 @@ def test_a_smaller_judging_run_asks_nothing_the_larger_one_did_not():
     def keys(n: int) -> set[str]:
         pairs, kw = repro.judging_inputs("pairwise", "pandalm", n_items=n, seed=0)
         fake = FakeClient(lambda r: {"verdict": "A"})
-        judge.run_protocol("pairwise", pairs, client=fake, judge="local/smollm2-135m", repeats=2, seed=0,
+        judge.run_protocol("pairwise", pairs, client=fake, model="local/smollm2-135m", repeats=2, seed=0,
                            progress=False, **kw)
         return set(keyer.keys(fake.calls))
 

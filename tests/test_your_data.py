@@ -115,8 +115,8 @@ def _pairs(path: Path) -> Path:
 def test_user_judgments_renames_maps_and_counts_failures(tmp_path):
     from medeval_kit import bias
 
-    j = bias.user_judgments(_calls(tmp_path / "calls.csv"), item="case_id", judge="model", order="presentation",
-                            verdict="winner", failed="error")
+    j = bias.read_judgments(_calls(tmp_path / "calls.csv"), failed="error",
+                            columns={"item": "case_id", "judge": "model", "order": "presentation", "verdict": "winner"})
     assert len(j) == 2 * N_CASES and set(j["protocol"]) == {"pairwise"} and set(j["criterion"]) == {"overall"}
     assert set(j["repeat"]) == {0} and set(j["judge"]) == {"judge_x"}
     bad = j[j["parse_status"] == "failed"]
@@ -133,7 +133,7 @@ def test_user_judgments_slot_terms_and_one_order(tmp_path):
 
     pd.DataFrame({"pair": ["p1", "p2", "p3"], "pick": ["first", "Second", "tie"]}).to_csv(tmp_path / "s.csv",
                                                                                           index=False)
-    j = bias.user_judgments(tmp_path / "s.csv", item="pair", verdict="pick", verdict_terms="slot")
+    j = bias.read_judgments(tmp_path / "s.csv", columns={"item": "pair", "verdict": "pick"}, verdict_terms="slot")
     # no order column under its default name: one order, AB (A shown first)
     assert list(j["order"]) == ["AB"] * 3 and list(j["verdict"]) == ["A", "B", "tie"]
     assert list(j["slot_verdict"]) == ["first", "second", "tie"]
@@ -146,13 +146,13 @@ def test_user_judgments_errors_name_the_file_column_and_rows(tmp_path):
     calls = _calls(tmp_path / "calls.csv")
     cols = {"item": "case_id", "judge": "model", "order": "presentation", "verdict": "winner"}
     with pytest.raises(SchemaError) as e:
-        bias.user_judgments(calls, **cols)  # 'error' is not a verdict unless it is a failure token
+        bias.read_judgments(calls, columns=cols)  # 'error' is not a verdict unless it is a failure token
     msg = str(e.value)
     assert str(calls) in msg and "'winner'" in msg and "rows [7]" in msg and "failed='error'" in msg
     with pytest.raises(SchemaError, match="look like slot terms: set verdict_terms to slot"):
-        bias.user_judgments(_slot_file(tmp_path), item="pair", verdict="pick")
+        bias.read_judgments(_slot_file(tmp_path), columns={"item": "pair", "verdict": "pick"})
     with pytest.raises(SchemaError, match=r"column\(s\) \['grader'\] not found; present: \['case_id'"):
-        bias.user_judgments(calls, **{**cols, "judge": "grader"})
+        bias.read_judgments(calls, columns={**cols, "judge": "grader"})
 
 
 def _slot_file(tmp_path: Path) -> Path:
@@ -166,7 +166,7 @@ def test_user_rounds_fills_the_optional_columns(tmp_path):
     from medeval_kit.errors import SchemaError
 
     traces = _traces(tmp_path / "traces.csv")
-    r = rounds.user_rounds(traces, item="case_id", round="iteration", score="quality")
+    r = rounds.read_rounds(traces, columns={"item": "case_id", "round": "iteration", "score": "quality"})
     d = pd.read_csv(traces)
     assert len(r) == len(d) and set(r["component"]) == {"overall"} and set(r["aspect"]) == {"total"}
     last = r.groupby("item")["round"].transform("max")
@@ -175,7 +175,7 @@ def test_user_rounds_fills_the_optional_columns(tmp_path):
     best = r[r["best"]].set_index("item")["score"]
     assert (best == r.groupby("item")["score"].max().reindex(best.index)).all()
     with pytest.raises(SchemaError, match=r"column\(s\) \['step'\] not found"):
-        rounds.user_rounds(traces, item="case_id", round="step", score="quality")
+        rounds.read_rounds(traces, columns={"item": "case_id", "round": "step", "score": "quality"})
 
 
 def test_user_study_takes_missing_tokens_and_other_tools_formats(tmp_path):
@@ -183,10 +183,10 @@ def test_user_study_takes_missing_tokens_and_other_tools_formats(tmp_path):
 
     from medeval_kit import agreement as ag
 
-    st = ag.user_study(_ratings(tmp_path / "r.csv"), item="case_id", rater="annotator", label="grade",
-                       humans=",".join(HUMANS), missing="n/a")
+    st = ag.read_study(_ratings(tmp_path / "r.csv"), humans=",".join(HUMANS), missing="n/a",
+                       columns={"item": "case_id", "rater": "annotator", "label": "grade"})
     assert st.judges == ["gpt_judge"] and int(st.annotations["label"].isna().sum()) == 1
-    mt = ag.user_study(HUMAN, from_format="mtbench_human")  # rater_kind comes from the reader
+    mt = ag.read_study(HUMAN, from_format="mtbench_human")  # rater_kind comes from the reader
     assert mt.humans and "gpt-4" in mt.judges
 
 

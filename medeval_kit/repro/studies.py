@@ -191,8 +191,7 @@ JUDGING_INPUTS: dict[tuple[str, str], Callable[[int | None, int], tuple[pd.DataF
     ("pandalm", "pairwise"): lambda n, seed: (_pandalm_pairs(n, seed), {"rubric": "overall"}),
     ("pandalm", "multi_response"): lambda n, seed: (_pandalm_both(_pandalm_pairs(n, seed)), {}),
     ("pandalm", "reference"): lambda n, seed: (_pandalm_graded(_pandalm_pairs(n, seed)), {}),
-    ("medqg", "rubric"): lambda n, seed: (_medqg_mcqs(_medqg_items(n, seed)),
-                                          {"rubric": "mcqg_srefine", "target": None}),
+    ("medqg", "rubric"): lambda n, seed: (_medqg_mcqs(_medqg_items(n, seed)), {"rubric": "mcqg_srefine"}),
     ("medqg", "multi_answer"): lambda n, seed: (_medqg_options(_medqg_items(n, seed)), {}),
 }
 """(dataset, protocol) -> ``f(n_items, seed)`` returning the judging notebook's input table and options."""
