@@ -112,6 +112,22 @@ def _runs_tests(config) -> bool:
     return hasattr(config, "workerinput") or not config.getoption("numprocesses", default=None)
 
 
+def pytest_configure(config):
+    """An xdist worker shares the cores with the other workers: its own BLAS/OpenMP pools get its share, as the
+    kernels and processes it starts do (their threads spin while they wait, which on oversubscribed cores burns the
+    CPU the other workers need)."""
+    if not hasattr(config, "workerinput"):
+        return
+    from threadpoolctl import threadpool_limits
+
+    from medeval_kit.cli import runner
+
+    share = max(1, (os.cpu_count() or 1) // int(config.workerinput.get("workercount", 1)))
+    for name in runner.THREAD_VARIABLES:
+        os.environ.setdefault(name, str(share))
+    threadpool_limits(share)
+
+
 def pytest_collection_finish(session):
     config = session.config
     if not _runs_tests(config) or os.environ.get("MEDEVAL_WARM_KERNELS") == "0":
