@@ -557,7 +557,7 @@ def _table8_rows(p, rounds_df) -> list[Published]:
     for arm, tab, lengths in (("human", "Table 6", human_len),
                               ("machine", "Table 7", p.input("table7_machine_question_length"))):
         agg = pd.DataFrame({"round": [1, 2, 3, 4], "question_length": lengths})
-        corr = round_correlations(agg, "round", "question_length", level="item").set_index("correlation")["estimate"]
+        corr = round_correlations(agg, "round", "question_length", unit="item").set_index("correlation")["estimate"]
         for m in ("pearson", "spearman", "kendall"):
             nid = f"table8.{arm}.question-length.{m}"
             note = (f"not the paper's quantity: {tab}'s four round means (mean question length at each round, not "
@@ -574,7 +574,7 @@ def _table8_rows(p, rounds_df) -> list[Published]:
             if "source" in summ_n.columns:
                 summ_n = summ_n[summ_n["source"] == "top10"]
             if len(summ_n):
-                cn = round_correlations(summ_n, "best_round", "note_length", level="aggregated").set_index("correlation")
+                cn = round_correlations(summ_n, "best_round", "note_length", unit="aggregated").set_index("correlation")
                 if pd.notna(cn.loc["pearson", "estimate"]):
                     note_n = (f"the 10 released human-arm traces (mean note length per best-round bin, "
                               f"{int(cn.loc['pearson', 'n_items'])} bins) give Pearson "
