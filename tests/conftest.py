@@ -122,10 +122,8 @@ def pytest_configure(config):
 
     from medeval_kit.cli import runner
 
-    share = max(1, (os.cpu_count() or 1) // int(config.workerinput.get("workercount", 1)))
-    for name in runner.THREAD_VARIABLES:
-        os.environ.setdefault(name, str(share))
-    threadpool_limits(share)
+    runner.share_cores(int(config.workerinput.get("workercount", 1)))
+    threadpool_limits(int(os.environ["OPENBLAS_NUM_THREADS"]))
 
 
 def pytest_collection_finish(session):
@@ -144,9 +142,7 @@ def pytest_collection_finish(session):
         pass
     else:
         nbval.kernel.KernelManager = warm_kernels.WarmKernelManager
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
-    for name in runner.THREAD_VARIABLES:  # as `medeval run --jobs <workers>` would set them
-        os.environ.setdefault(name, str(max(1, (os.cpu_count() or 1) // workers)))
+    runner.share_cores(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1))  # as `medeval run --jobs` would
     stack = contextlib.ExitStack()
     stack.enter_context(warm_kernels.warm_kernels())
     config._medeval_warm = stack

@@ -188,7 +188,7 @@ def check_labels(
         who_all = np.asarray(_values(df[rater]), dtype=object)[present]
         rc, raters = pd.factorize(who_all)
         if len(raters) >= 3:
-            vc, labels = pd.factorize(np.asarray(vals, dtype=object)[present])
+            vc, labels = codes[present], uniq  # the labels' codes from above (present rows: none is -1)
             rated = np.flatnonzero(rc >= 0)
             size = np.bincount(vc, minlength=len(labels))
             n_raters = np.bincount(np.unique(vc[rated] * len(raters) + rc[rated]) // len(raters),
