@@ -84,7 +84,7 @@ NBVAL := .nbval
 test: setup
 	rm -rf $(NBVAL) && mkdir -p $(NBVAL) && cp -R notebooks tables medeval.toml $(NBVAL)/ && ln -s ../data $(NBVAL)/data
 	MEDEVAL_CACHE_MODE=replay MEDEVAL_CHECK_TREE=1 $(BIN)/python -m pytest tests $(NBVAL)/notebooks --nbval-lax -q \
-	  -n $(TEST_JOBS) --dist loadfile
+	  -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder
 
 # The inner loop: the unit tests without notebooks, browsers, the embedded model or the slow files
 # (tests/conftest.py SLOW_FILES), on TEST_JOBS processes, with no warm-kernel process (few kernels start).

@@ -326,11 +326,12 @@ def validate(
     if len(df) == 0:
         raise SchemaError(table, None, [], "the table is empty (0 rows)", source)
 
+    present = {}
     for col in schema.columns:
         if col.name not in df.columns:
             continue
         s = df[col.name]
-        notna = np.asarray(s.notna(), dtype=bool)
+        notna = present[col.name] = np.asarray(pd.notna(s.array), dtype=bool)
         if not col.nullable:
             bad = _rows(df, ~notna)
             if bad:
@@ -356,6 +357,8 @@ def validate(
             raise SchemaError(table, name, [], "declared categories for a column that is absent", source)
         _check_allowed(df, table, name, tuple(allowed), source)
 
+    if _unique_keys(df, schema.key, present):
+        return df
     dup = df.duplicated(list(schema.key), keep=False)
     bad = _rows(df, dup)
     if bad:
@@ -364,6 +367,18 @@ def validate(
             f"duplicate keys: each ({', '.join(schema.key)}) must occur once", source,
         )
     return df
+
+
+def _unique_keys(df: pd.DataFrame, key: Sequence[str], notna: Mapping[str, np.ndarray]) -> bool:
+    """True when every key occurs once, checked with a set of tuples: a fraction of ``df.duplicated``'s time on
+    the small tables readers validate. False means "look closer": a key with a missing value (NaN is not equal
+    to itself in a set, but ``duplicated`` counts two as one key) or a duplicate."""
+    if not all(k in notna and notna[k].all() for k in key):
+        return False
+    try:
+        return len(set(zip(*(df[k].tolist() for k in key)))) == len(df)
+    except TypeError:  # an unhashable value (a list in a cell): duplicated decides
+        return False
 
 
 def _check_allowed(df: pd.DataFrame, table: str, name: str, allowed: Sequence, source: str | None,

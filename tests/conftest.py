@@ -75,14 +75,15 @@ SLOW_TESTS = {
 }
 
 
-# The longest files (wall seconds under `make test`, `medeval bench suite`), longest first. pytest-xdist hands whole
-# files to its processes in collection order, so these go first: a long file handed out last would run alone at
-# the end while the other processes wait.
+# The longest files (seconds summed over their tests under `make test`, `medeval bench suite`), longest first.
+# pytest-xdist hands whole files to its processes in collection order (the Makefile passes --no-loadscope-reorder;
+# by default xdist would order the files by their number of tests), so these go first: a long file handed out
+# last would run alone at the end while the other processes wait.
 LONGEST_FIRST = (
-    "test_your_data.py", "test_apps.py", "test_plan.py", "test_install.py", "test_warm_kernels.py",
-    "test_llm_budget_retry.py", "test_readers_safety.py", "test_apps_cli.py", "test_llm_server.py", "test_runner.py",
-    "test_llm_parse_secrets.py", "test_cli_judge.py", "test_runner_safety.py", "test_llm_faults.py",
-    "test_llm_safety.py", "item_analysis.ipynb",
+    "test_readers_safety.py", "test_your_data.py", "test_apps.py", "test_plan.py", "test_warm_kernels.py",
+    "test_apps_cli.py", "test_llm_budget_retry.py", "test_install.py", "test_llm_server.py", "test_llm_faults.py",
+    "test_figure_stability.py", "test_runner_safety.py", "test_runner.py", "test_rank.py", "test_llm_safety.py",
+    "test_cli_judge.py", "item_analysis.ipynb", "aspect_search.ipynb", "rounds.ipynb",
 )
 
 

@@ -93,3 +93,37 @@ def test_every_schema_documents_its_columns():
         d = schema.describe()
         assert list(d["column"]) == [c.name for c in schema.columns]
         assert set(schema.key) <= set(d["column"]), name
+
+
+def test_the_duplicate_key_check_agrees_with_pandas_on_random_tables():
+    """validate's set-of-tuples shortcut must report a duplicate key exactly when ``DataFrame.duplicated`` does,
+    on text keys of object and string dtype and integer keys (every key column is required and never missing,
+    so a table with a missing key fails before the check)."""
+    rng = np.random.default_rng(7)
+    pools = {"str": ["a", "b", "c", None], "int": [0, 1, 2], "float": [0.0, -0.0, 1.5, np.nan], "bool": [True, False]}
+    seen = {"duplicate": 0, "unique": 0}
+    for _ in range(1500):
+        table = str(rng.choice(sorted(SCHEMAS)))
+        schema = SCHEMAS[table]
+        n = int(rng.choice([1, 2, 3, 5, 8]))
+        cols = {}
+        for c in schema.columns:
+            if not (c.required or rng.random() < 0.7) or c.kind not in pools:
+                continue
+            pool = [v for v in pools[c.kind] if c.nullable or not pd.isna(v)]
+            values = [pool[i] for i in rng.integers(0, len(pool), n)]
+            cols[c.name] = pd.Series(values, dtype=object if c.kind == "str" and rng.random() < 0.5 else None)
+        df = pd.DataFrame(cols)
+        expected = bool(df.duplicated(list(schema.key)).any()) if set(schema.key) <= set(df.columns) else None
+        try:
+            validate(df, table)
+            got = False
+        except SchemaError as exc:
+            if "duplicate keys" not in str(exc):
+                continue  # another check failed first
+            got = True
+        except KeyError:
+            got = None
+        assert got == expected, (table, df.to_dict("list"))
+        seen["duplicate" if got else "unique"] += got is not None
+    assert min(seen.values()) > 200, seen

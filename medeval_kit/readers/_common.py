@@ -323,23 +323,35 @@ class ReadResult:
 
 
 # --------------------------------------------------------------------------- accounting
-def _columns_frame(rows: Columns, table: str) -> pd.DataFrame:
-    """A DataFrame of ``rows``' columns, freeing each list as it goes. The schema's text columns stay
-    Python objects: inferring a string dtype would copy every (shared) string, and :meth:`Tally.frame`
-    turns them back into objects anyway."""
-    text = {c.name for c in SCHEMAS[table].columns if c.kind == "str"} | {"label"}
-    rows._memo = {}
-    data = {}
-    for k in list(rows.cols):
-        v = rows.cols.pop(k)
-        if k in text:
-            a = np.empty(len(v), dtype=object)
-            a[:] = v
-            data[k] = pd.Series(a, dtype=object, copy=False)
-        else:
-            data[k] = v
-        del v
-    return pd.DataFrame(data)
+def _record_columns(rows: list[dict]) -> dict[str, list]:
+    """Row dicts -> a list per column, columns in the order first seen; a key missing from a row is NaN, as in
+    ``pd.DataFrame(rows)``."""
+    keys: dict[str, None] = {}
+    for r in rows:
+        keys.update(dict.fromkeys(r))
+    nan = np.nan
+    return {k: [r.get(k, nan) for r in rows] for k in keys}
+
+
+def _typed_column(values: list | pd.Series, kind: str | None) -> pd.Series:
+    """One column as the schema's ``kind`` wants it: text as Python objects with None where missing (no string
+    dtype is inferred: that would copy every string, and text cells stay objects), ``int`` as int64, ``float`` as
+    float64 (what is not a number becomes NaN), anything else as pandas infers it."""
+    if kind in ("str", "label"):
+        if isinstance(values, pd.Series):
+            v = values.to_numpy(dtype=object, copy=True)
+        else:  # fromiter, not v[:] = values: a cell holding a list stays one object
+            v = np.fromiter(values, dtype=object, count=len(values))
+        na = pd.isna(v)
+        if na.any():
+            v[na] = None
+        return pd.Series(v, dtype=object, copy=False)
+    s = pd.Series(values.array, copy=False) if isinstance(values, pd.Series) else pd.Series(values)
+    if kind == "int":
+        return pd.Series(s.astype(np.int64).to_numpy(), copy=False)
+    if kind == "float":
+        return pd.Series(pd.to_numeric(s, errors="coerce").astype(float).to_numpy(), copy=False)
+    return s
 
 
 @dataclass
@@ -372,42 +384,28 @@ class Tally:
         if isinstance(rows, Columns):
             if not rows.n:
                 return None
-            df = _columns_frame(rows, table)
+            cols: Mapping[str, list | pd.Series] = rows.cols
+            rows.cols, rows._memo = {}, {}  # the table owns the values now
         elif isinstance(rows, Mapping):
             df = pd.DataFrame(rows)
             if df.empty:
                 return None
+            cols = {c: df[c] for c in df.columns}
         elif not rows:
             return None
         else:
-            df = pd.DataFrame(rows)
+            cols = _record_columns(rows)
         schema = SCHEMAS[table]
         kinds = {c.name: c.kind for c in schema.columns}
         for c in schema.columns:
-            if c.required and c.name not in df.columns:
+            if c.required and c.name not in cols:
                 raise AssertionError(f"reader bug: {table} row without {c.name}")
-        order = [c.name for c in schema.columns if c.name in df.columns]
-        order += [c for c in columns if c in df.columns and c not in order]
-        order += [c for c in df.columns if c not in order]
-        # One new frame from the converted columns: a column assignment per column costs more than the
-        # conversions on the small tables most files give.
-        data = {}
-        for name in order:
-            s = df[name]
-            kind = "label" if name == "label" else kinds.get(name)
-            if kind in ("str", "label"):  # object values, None where missing
-                v = s.to_numpy(dtype=object)
-                na = pd.isna(v)
-                if na.any():
-                    v = v.copy()
-                    v[na] = None
-                data[name] = pd.Series(v, dtype=object, copy=False)
-            elif kind == "int":
-                data[name] = pd.Series(s.astype(np.int64).to_numpy(), copy=False)
-            elif kind == "float":
-                data[name] = pd.Series(pd.to_numeric(s, errors="coerce").astype(float).to_numpy(), copy=False)
-            else:
-                data[name] = pd.Series(s.array, copy=False)
+        order = [c.name for c in schema.columns if c.name in cols]
+        order += [c for c in columns if c in cols and c not in order]
+        order += [c for c in cols if c not in order]
+        # Built once from converted columns: a DataFrame of the raw rows first, then a converted copy, cost twice
+        # as much on the small tables most files give.
+        data = {name: _typed_column(cols[name], "label" if name == "label" else kinds.get(name)) for name in order}
         df = pd.DataFrame(data, copy=False)
         return validate(df, table, source=self.source, categories=categories)
 
