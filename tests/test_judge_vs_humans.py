@@ -6,6 +6,7 @@ Every finding of the issue is a test here; each fails on the main before the fix
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import json
@@ -17,6 +18,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from medeval_kit import agreement as ag
 from medeval_kit.agreement import PanelError
+from medeval_kit.agreement.data import AgreementError
 from medeval_kit.cli import main
 from medeval_kit.datasets import load_pandalm
 from medeval_kit.datasets.synthetic import synthetic_panel
@@ -317,3 +319,32 @@ def test_high_cardinality_labels_are_refused_before_any_allocation(tmp_path, cap
     assert main(["agreement", str(f), "--n-boot", "0"]) == 2
     err = capsys.readouterr().err
     assert "4800 distinct labels" in err and "free.csv" in err and "'label'" in err
+
+
+def test_the_table_from_the_designs_rows_equals_the_table_from_a_frame_of_them(monkeypatch):
+    """_assemble hands its rows to as_comparison_table (no frame of the rows first): same columns, dtypes and values
+    as the frame path, on random panels, every design, with and without a bootstrap."""
+    from medeval_kit.agreement import comparison, designs
+    from medeval_kit.agreement.panel_model import panel_model_from, simulate_panel
+
+    seen = []
+
+    def spy(t):
+        if isinstance(t, list):
+            seen.append([dict(r) for r in t])
+        return comparison.as_comparison_table(t)
+
+    monkeypatch.setattr(designs, "as_comparison_table", spy)
+    rng = np.random.default_rng(3)
+    for i in range(25):
+        m = panel_model_from(kappa=float(rng.uniform(0.1, 0.9)), n_physicians=int(rng.integers(2, 5)))
+        t = simulate_panel(m, int(rng.integers(5, 60)), int(rng.integers(2, 4)), int(rng.integers(2, 5)), seed=i)
+        humans = sorted(t.loc[t["rater_kind"] == "human", "rater"].unique())
+        for design in ("loo", "pooled", "medqade"):
+            with contextlib.suppress(AgreementError, PanelError):
+                designs.judge_vs_humans(t, humans, list(m.judges), design=design, n_boot=int(rng.choice([0, 30])),
+                                        seed=i, margin=0.1, accept_label_warnings=True)
+    assert len(seen) >= 50
+    for rows in seen:
+        pd.testing.assert_frame_equal(comparison.as_comparison_table(rows),
+                                      comparison.as_comparison_table(pd.DataFrame(rows)), check_exact=True)

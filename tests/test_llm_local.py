@@ -47,6 +47,12 @@ def test_local_model_returns_valid_json_with_allowed_labels(tmp_path):
     assert client.last_run.n_called == 3 and client.last_run.n_parse_failed == 0
     again = get_client("local/smollm2-135m", cache_path=tmp_path / "c.sqlite", n_threads=1).run(reqs, progress=False)
     assert all(r.cached for r in again) and [r.text for r in again] == [r.text for r in out]
+    # n_threads is the whole thread count: the prompt is read on as many threads as tokens are generated on
+    # (llama-cpp-python's own default for the prompt is every core, whatever n_threads says)
+    from medeval_kit.llm.providers.local import load_llama, local_model_path
+
+    llm, _ = load_llama(local_model_path("smollm2-135m"), 2048, 1)
+    assert (llm.n_threads, llm.n_threads_batch) == (1, 1)
 
 
 def test_local_threads_come_from_the_argument_the_environment_or_the_cores(monkeypatch):

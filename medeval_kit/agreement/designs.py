@@ -440,7 +440,7 @@ def _assemble(sides, judges, design, metric, margin, n_boot, confidence, seed, h
         verdict_columns(row, reps[:, a] - reps[:, b] if n_boot and np.isfinite(row["delta"]) else None, n_boot,
                         confidence, margin)
         rows.append(row)
-    return as_comparison_table(pd.DataFrame(rows))
+    return as_comparison_table(rows)
 
 
 # --------------------------------------------------------------------------- every design

@@ -43,7 +43,8 @@ def local_model_path(name: str) -> str:
 
 
 def local_threads(n_threads: int | None = None) -> int:
-    """Threads for the embedded model: ``n_threads``, else ``$MEDEVAL_LOCAL_THREADS``, else min(4, cores).
+    """Threads for the embedded model: ``n_threads``, else ``$MEDEVAL_LOCAL_THREADS``, else min(4, cores); the
+    prompt is read and the reply generated on that many.
 
     Several processes running the model on the same cores should use fewer threads each: llama.cpp's
     threads spin while they wait, so an oversubscribed machine slows every process down several-fold.
@@ -64,7 +65,8 @@ def load_llama(path: str, n_ctx: int = 2048, n_threads: int | None = None):
                     "the 'local' provider needs llama-cpp-python: pip install 'medeval_kit[local]' "
                     "(builds llama-cpp-python from source, about 5 min) or use an 'openai/...@http://...' server"
                 ) from exc
-            llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, seed=0, verbose=False)
+            llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, seed=0,
+                                  verbose=False)
             _LLAMAS[k] = (llm, threading.Lock())
         return _LLAMAS[k]
 
