@@ -369,11 +369,15 @@ def validate(
     return df
 
 
+_SET_CHECK_ROWS = 10_000
+
+
 def _unique_keys(df: pd.DataFrame, key: Sequence[str], notna: Mapping[str, np.ndarray]) -> bool:
     """True when every key occurs once, checked with a set of tuples: a fraction of ``df.duplicated``'s time on
-    the small tables readers validate. False means "look closer": a key with a missing value (NaN is not equal
-    to itself in a set, but ``duplicated`` counts two as one key) or a duplicate."""
-    if not all(k in notna and notna[k].all() for k in key):
+    the small tables readers validate. False means "look closer": a large table (a set of tuples costs far more
+    memory than ``duplicated``'s integer codes), a key with a missing value (NaN is not equal to itself in a set,
+    but ``duplicated`` counts two as one key) or a duplicate."""
+    if len(df) > _SET_CHECK_ROWS or not all(k in notna and notna[k].all() for k in key):
         return False
     try:
         return len(set(zip(*(df[k].tolist() for k in key)))) == len(df)

@@ -127,3 +127,15 @@ def test_the_duplicate_key_check_agrees_with_pandas_on_random_tables():
         assert got == expected, (table, df.to_dict("list"))
         seen["duplicate" if got else "unique"] += got is not None
     assert min(seen.values()) > 100, seen
+
+
+def test_a_large_table_is_checked_by_duplicated_and_names_the_rows():
+    """Over 10,000 rows the key check skips the set of tuples (its memory) and DataFrame.duplicated decides."""
+    n = 12_000
+    df = pd.DataFrame({"item": [str(i) for i in range(n)], "rater": "a", "rater_kind": "human", "criterion": "overall",
+                       "label": "A"})
+    assert validate(df, "annotations") is df
+    df.loc[n - 1, "item"] = "7"
+    with pytest.raises(SchemaError, match="duplicate keys") as exc:
+        validate(df, "annotations")
+    assert exc.value.rows == [7, n - 1]

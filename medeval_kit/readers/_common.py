@@ -338,12 +338,13 @@ def _typed_column(values: list | pd.Series, kind: str | None) -> pd.Series:
     dtype is inferred: that would copy every string, and text cells stay objects), ``int`` as int64, ``float`` as
     float64 (what is not a number becomes NaN), anything else as pandas infers it."""
     if kind in ("str", "label"):
-        if isinstance(values, pd.Series):
-            v = values.to_numpy(dtype=object, copy=True)
-        else:  # fromiter, not v[:] = values: a cell holding a list stays one object
-            v = np.fromiter(values, dtype=object, count=len(values))
+        shared = isinstance(values, pd.Series)  # its array may be the caller's: copied before it is changed
+        # fromiter, not v[:] = values: a cell holding a list stays one object
+        v = values.to_numpy(dtype=object) if shared else np.fromiter(values, dtype=object, count=len(values))
         na = pd.isna(v)
         if na.any():
+            if shared:
+                v = v.copy()
             v[na] = None
         return pd.Series(v, dtype=object, copy=False)
     s = pd.Series(values.array, copy=False) if isinstance(values, pd.Series) else pd.Series(values)
@@ -384,7 +385,7 @@ class Tally:
         if isinstance(rows, Columns):
             if not rows.n:
                 return None
-            cols: Mapping[str, list | pd.Series] = rows.cols
+            cols: dict[str, list | pd.Series] = rows.cols
             rows.cols, rows._memo = {}, {}  # the table owns the values now
         elif isinstance(rows, Mapping):
             df = pd.DataFrame(rows)
@@ -404,8 +405,11 @@ class Tally:
         order += [c for c in columns if c in cols and c not in order]
         order += [c for c in cols if c not in order]
         # Built once from converted columns: a DataFrame of the raw rows first, then a converted copy, cost twice
-        # as much on the small tables most files give.
-        data = {name: _typed_column(cols[name], "label" if name == "label" else kinds.get(name)) for name in order}
+        # as much on the small tables most files give. Each list is let go once converted (a streamed file's
+        # columns are most of the reader's memory).
+        data = {}
+        for name in order:
+            data[name] = _typed_column(cols.pop(name), "label" if name == "label" else kinds.get(name))
         df = pd.DataFrame(data, copy=False)
         return validate(df, table, source=self.source, categories=categories)
 
