@@ -83,7 +83,8 @@ def tests(jobs: int, top: int) -> None:
         (scratch / "data").symlink_to(ROOT / "data")
         env = {**os.environ, "MEDEVAL_CACHE_MODE": "replay"}
         cmd = [str(BIN / "python"), "-m", "pytest", "tests", str(scratch / "notebooks"), "--nbval-lax", "-q",
-               "-p", "no:cacheprovider", "-n", str(jobs), "--dist", "loadfile", "--durations=0"]
+               "-p", "no:cacheprovider", "-n", str(jobs), "--dist", "loadfile", "--no-loadscope-reorder",
+               "--durations=0"]
         t0 = time.perf_counter()
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env)
         wall = time.perf_counter() - t0
