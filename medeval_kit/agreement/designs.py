@@ -504,6 +504,6 @@ def compare_designs(
         except (AgreementError, ValueError) as exc:
             row = dict(role="humans", rater="humans", design=d, metric=kw.get("metric", "cohen_kappa"), n_items=0,
                        n_pairs=0, note=f"design not applicable: {exc}")
-            frames.append(as_comparison_table(pd.DataFrame([row])))
+            frames.append(as_comparison_table([row]))
     return as_comparison_table(pd.concat(frames, ignore_index=True))
 
