@@ -508,3 +508,64 @@ def test_a_figure_with_a_layout_engine_keeps_the_tight_save(tmp_path):
     assert figures._tight_box(fig, 300) == "tight"
     paths = save_figure(fig, "constrained", tmp_path)
     assert all(paths[f].stat().st_size > 0 for f in ("pdf", "png", "svg"))
+
+
+def _embedded_fonts(pdf: bytes) -> list:
+    """The TrueType programs embedded in a PDF (its FlateDecode streams that parse as fonts)."""
+    import zlib
+
+    from fontTools.ttLib import TTFont
+
+    fonts = []
+    for m in re.finditer(rb"stream\r?\n", pdf):
+        end = pdf.find(b"endstream", m.end())
+        try:
+            data = zlib.decompress(pdf[m.end():end])
+        except zlib.error:
+            continue
+        if data[:4] in (b"\x00\x01\x00\x00", b"true"):
+            fonts.append(TTFont(io.BytesIO(data)))
+    return fonts
+
+
+def test_pdf_fonts_are_the_stock_subset_without_layout_tables(tmp_path):
+    """save_figure embeds each font as matplotlib's own subset without the OpenType layout tables (a PDF reader
+    draws glyphs by id and position and never reads them; decompiling them was most of a PDF's save). Every glyph
+    drawn is there with the stock subset's outline, advance and character; only glyphs that the layout tables
+    alone reach (variants, ligature parts) are left out. A plain savefig outside save_figure keeps the tables,
+    and fontTools' defaults are restored after the save."""
+    from fontTools import subset
+
+    def drawn():
+        fig, ax = viz.figure("single")
+        ax.plot([0, 1], [0.2, 0.8], label="Cohen's κ (n = 120)")
+        ax.set_title("Judge vs physicians: Δ κ, fi ffl AV To")  # ligatures and kerning pairs in DejaVu's GSUB/GPOS
+        ax.legend()
+        return fig
+
+    before = list(subset.Options().drop_tables)
+    save_figure(drawn(), "lean", tmp_path, formats=("pdf",))
+    assert list(subset.Options().drop_tables) == before
+    fig = drawn()
+    figures._round_artists(fig, STABLE_DIGITS)
+    with plt.rc_context(figures._RC):
+        fig.savefig(tmp_path / "stock.pdf", format="pdf", dpi=300, bbox_inches=figures._tight_box(fig, 300),
+                    metadata={"CreationDate": None, "ModDate": None, "Producer": "medeval_kit"})
+    lean, stock = (_embedded_fonts((tmp_path / f).read_bytes()) for f in ("lean.pdf", "stock.pdf"))
+    assert len(lean) == len(stock) >= 1
+    drawn_names = set()
+    for a, b in zip(lean, stock):
+        assert "GPOS" in b and "GSUB" in b  # the stock subset has them: the check below can fail
+        assert set(b.keys()) - set(a.keys()) == {t for t in figures.LAYOUT_TABLES if t in b}
+        assert set(a.keys()) <= set(b.keys())
+        names = a.getGlyphOrder()
+        drawn_names.update(names)
+        assert set(names) <= set(b.getGlyphOrder())
+        for n in names:
+            assert a["glyf"][n].getCoordinates(a["glyf"]) == b["glyf"][n].getCoordinates(b["glyf"]), n
+            assert a["hmtx"][n] == b["hmtx"][n], n
+        assert a.getBestCmap() == {c: g for c, g in b.getBestCmap().items() if g in set(names)}
+        assert (a["head"].unitsPerEm, a["hhea"].ascent, a["hhea"].descent) == (
+            b["head"].unitsPerEm, b["hhea"].ascent, b["hhea"].descent)
+    # the text's glyphs, the ligatures matplotlib shaped from GSUB ("fi", "ffl") among them
+    assert {"J", "u", "d", "g", "e", "uni0394", "kappa", "fi", "uniFB04", "A", "V", "T", "o"} <= drawn_names

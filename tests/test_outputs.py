@@ -208,3 +208,54 @@ def test_figure_data_hash_is_stable_under_last_bit_noise():
     df = pd.DataFrame({"estimate": [0.31625, 1 / 3, 0.1 + 0.2], "n_items": [1, 2, 3]})
     hashes = {data_hash(df.assign(estimate=df["estimate"] * f)) for f in (1 - 4e-16, 1.0, 1 + 4e-16)}
     assert len(hashes) == 1
+
+
+def _pandas_latex(shown: pd.DataFrame, label: str, caption=None) -> str:
+    return shown.to_latex(index=False, caption=caption, label=label, escape=True)
+
+
+def test_latex_is_the_bytes_pandas_writes_for_committed_tables():
+    """save_table writes LaTeX without pandas' Styler (about 20 ms a table); for the tables it makes, the bytes
+    are the ones ``to_latex(escape=True)`` writes: checked on every 8th committed table (all of them take 6 s;
+    every committed .tex was written by pandas, and `make figures` leaving them unchanged checks the rest)."""
+    from pathlib import Path
+
+    from medeval_kit import tables as tb
+
+    root = Path(__file__).resolve().parents[1] / "tables"
+    files = sorted(root.glob("*/*.csv"))
+    assert len(files) > 100
+    for f in files[::8]:
+        df = pd.read_csv(f, keep_default_na=False, na_values=[""])
+        shown = tb.format_frame(df, tb.TEXT_DIGITS).astype(object)
+        shown = tb._one_line(shown.where(shown.notna(), ""))
+        assert tb._latex(shown, index=False, caption=None, label=f"tab:{f.stem}") == _pandas_latex(
+            shown, f"tab:{f.stem}"), f
+
+
+def test_latex_of_hostile_text_is_the_bytes_pandas_writes(tmp_path):
+    """Random text full of LaTeX specials (backslashes and tildes before spaces, braces, carets, ampersands) in
+    cells and column names: the same bytes as pandas; a table it does not handle (an index, numbers as
+    numbers, repeated names) is pandas' own; a caption is escaped (pandas leaves it as it is)."""
+    from medeval_kit import tables as tb
+
+    rng = np.random.default_rng(7)
+    alphabet = list("ab z\\~^&%$#_{}|<>'\"é€\t") + ["  ", "\\ ", "~ ", "^ "]
+
+    def text():
+        return "".join(rng.choice(alphabet, size=int(rng.integers(0, 10))))
+
+    for _ in range(300):
+        n_cols, n_rows = int(rng.integers(1, 5)), int(rng.integers(0, 6))
+        names = list(dict.fromkeys(text() + str(k) for k in range(n_cols)))
+        shown = pd.DataFrame({c: [text() for _ in range(n_rows)] for c in names}, dtype=object)
+        assert tb._latex(shown, index=False, caption=None, label="tab:x") == _pandas_latex(shown, "tab:x")
+    numbers = pd.DataFrame({"a": [1.5, 2.0], "b": ["x_1", "y"]})
+    assert tb._latex(numbers, index=False, caption=None, label="tab:n") == _pandas_latex(numbers, "tab:n")
+    assert tb._latex(numbers, index=True, caption=None, label="tab:n") == numbers.to_latex(
+        index=True, label="tab:n", escape=True)
+    cap = tb._latex(pd.DataFrame({"a": ["1"]}, dtype=object), index=False, caption="κ_w, 95% CI", label="tab:c")
+    assert "\\caption{κ\\_w, 95\\% CI}" in cap
+    paths = save_table(pd.DataFrame({"a&b": ["x~ y"], "n": [3]}), "t", tmp_path, caption="50% {x}")
+    tex = paths["tex"].read_text()
+    assert "\\caption{50\\% \\{x\\}}" in tex and "a\\&b & n" in tex and "x\\textasciitilde \\space y & 3" in tex

@@ -153,3 +153,14 @@ def test_statuses_follow_what_each_check_rests_on():
     assert all(rows[i].status == "consistent" for i in rows if i.startswith(("table4.", "table5.")))
     assert {i for i, r in rows.items() if r.kind == "derived"} == {"appa.text-rule.consistent",
                                                                    "data.top10.total-score"}
+
+
+def test_compositions_are_every_tuple_with_the_sum_in_order():
+    """The searches behind Table 2 and the students' tables enumerate counts with ``_compositions``: it must give
+    exactly the tuples of ``itertools.product`` that have the sum, in the same order."""
+    import itertools
+
+    for parts in (1, 2, 3, 4):
+        for total in (0, 1, 2, 7, 20, 40) if parts < 4 else (0, 3, 9):
+            want = [c for c in itertools.product(range(total + 1), repeat=parts) if sum(c) == total]
+            assert list(mq._compositions(total, parts)) == want, (total, parts)

@@ -89,6 +89,11 @@ def test_the_warm_process_has_the_toolkit_imported_and_each_kernel_its_own_state
     try:
         status, text = a.run("import sys; x = 41; print('medeval_kit.agreement' in sys.modules)")
         assert (status, text.strip()) == ("ok", "True")
+        # what a figure's or a table's first save imports is there too (fontTools' subsetter, pandas' Styler)
+        status, text = a.run("print(sorted(m for m in ('matplotlib.backends.backend_pdf', 'fontTools.subset', "
+                             "'matplotlib.backends.backend_svg', 'pandas.io.formats.style', 'tabulate') "
+                             "if m not in sys.modules))")
+        assert (status, text.strip()) == ("ok", "[]")
         assert a.run("x += 1; print(x)")[1].strip() == "42"
         assert b.run("print('x' in dir())")[1].strip() == "False"
     finally:

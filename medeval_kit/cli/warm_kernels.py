@@ -49,6 +49,9 @@ PRELOAD = (
     "ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.debugger", "IPython", "matplotlib_inline.backend_inline",
     "tornado.queues", "sqlite3", "pdb",
     "numpy", "pandas", "scipy.stats", "matplotlib.pyplot", "seaborn",
+    # what save_figure and save_table import on first use (fontTools' subsetter, pandas' Styler for LaTeX,
+    # tabulate for Markdown): about 0.2 s that every kernel writing a figure or table paid again
+    "matplotlib.backends.backend_pdf", "matplotlib.backends.backend_svg", "pandas.io.formats.style", "tabulate",
     "medeval_kit.agreement", "medeval_kit.bias", "medeval_kit.datasets", "medeval_kit.generate",
     "medeval_kit.judge", "medeval_kit.llm", "medeval_kit.overview", "medeval_kit.pairwise",
     "medeval_kit.provenance", "medeval_kit.psychometrics", "medeval_kit.rank", "medeval_kit.repro",

@@ -2,5 +2,5 @@
 
 OTHER = {
     "save_table": "writer", "format_number": "helper", "format_frame": "helper", "escape_markdown": "helper",
-    "spreadsheet_safe": "helper", "data_hash": "helper", "sidecar": "writer", "write_sidecar": "writer",
+    "latex_escape": "helper", "spreadsheet_safe": "helper", "data_hash": "helper", "sidecar": "writer", "write_sidecar": "writer",
 }
