@@ -499,15 +499,18 @@ def _latex(df: pd.DataFrame, *, index: bool, caption: str | None, label: str) ->
     """``df`` (its cells formatted as text) as the LaTeX table pandas' ``to_latex(escape=True)`` writes.
 
     pandas renders through its Styler and a jinja template: about 20 ms a table, nearly half of ``save_table``.
-    This writes the same bytes directly for the tables ``save_table`` makes (text cells, one row of unique
-    text column names, no index; ``tests/test_outputs.py`` compares the two on every committed table and on
+    This writes the same bytes directly for the tables ``save_table`` makes (text columns of text and
+    True/False cells, one row of unique text column names, no index; ``tests/test_outputs.py`` compares the two on every committed table and on
     random hostile text) and leaves any other table to pandas. The caption is escaped too (pandas writes it
     as it is, where a ``%`` would hide the rest of the line).
     """
     cols = df.columns
+    cells = [[v if isinstance(v, str) else str(bool(v)) if isinstance(v, (bool, np.bool_)) else None
+              for v in df.iloc[:, k].tolist()] for k in range(df.shape[1])]  # pandas prints a flag as True/False
     if (index or isinstance(cols, pd.MultiIndex) or not cols.is_unique
             or not all(isinstance(c, str) for c in cols)
-            or not all(isinstance(v, str) for k in range(df.shape[1]) for v in df.iloc[:, k].tolist())):
+            or any(pd.api.types.is_numeric_dtype(t) for t in df.dtypes)  # pandas right-aligns those
+            or any(v is None for col in cells for v in col)):
         return df.to_latex(index=index, caption=None if caption is None else latex_escape(caption), label=label,
                            escape=True)
     lines = ["\\begin{table}"]
@@ -515,8 +518,7 @@ def _latex(df: pd.DataFrame, *, index: bool, caption: str | None, label: str) ->
         lines.append(f"\\caption{{{latex_escape(caption)}}}")
     lines += [f"\\label{{{label}}}", f"\\begin{{tabular}}{{{'l' * len(cols)}}}", "\\toprule",
               " & ".join(latex_escape(c) for c in cols) + " \\\\", "\\midrule"]
-    lines += [" & ".join(latex_escape(v) for v in row) + " \\\\"
-              for row in zip(*(df.iloc[:, k].tolist() for k in range(df.shape[1])))]
+    lines += [" & ".join(latex_escape(v) for v in row) + " \\\\" for row in zip(*cells)]
     lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}"]
     return "\n".join(lines) + "\n"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import functools
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[1] / "medeval_kit"
@@ -59,7 +60,9 @@ def _imports(name: str, path: Path, mods: dict[str, Path]) -> set[str]:
     return found
 
 
+@functools.lru_cache(maxsize=1)
 def _graph():
+    """The modules and their imports, parsed once for the tests below (they only read it)."""
     mods = _modules()
     return mods, {n: _imports(n, p, mods) for n, p in mods.items()}
 

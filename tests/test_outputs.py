@@ -214,7 +214,16 @@ def _pandas_latex(shown: pd.DataFrame, label: str, caption=None) -> str:
     return shown.to_latex(index=False, caption=caption, label=label, escape=True)
 
 
-def test_latex_is_the_bytes_pandas_writes_for_committed_tables():
+def _own_latex(shown: pd.DataFrame, label: str, monkeypatch) -> str:
+    """save_table's LaTeX of ``shown``, checked to be its own writer's (pandas' to_latex is not called)."""
+    from medeval_kit import tables as tb
+
+    with monkeypatch.context() as m:
+        m.setattr(pd.DataFrame, "to_latex", lambda *a, **k: pytest.fail("pandas wrote this table"))
+        return tb._latex(shown, index=False, caption=None, label=label)
+
+
+def test_latex_is_the_bytes_pandas_writes_for_committed_tables(monkeypatch):
     """save_table writes LaTeX without pandas' Styler (about 20 ms a table); for the tables it makes, the bytes
     are the ones ``to_latex(escape=True)`` writes: checked on every 8th committed table (all of them take 6 s;
     every committed .tex was written by pandas, and `make figures` leaving them unchanged checks the rest)."""
@@ -229,11 +238,10 @@ def test_latex_is_the_bytes_pandas_writes_for_committed_tables():
         df = pd.read_csv(f, keep_default_na=False, na_values=[""])
         shown = tb.format_frame(df, tb.TEXT_DIGITS).astype(object)
         shown = tb._one_line(shown.where(shown.notna(), ""))
-        assert tb._latex(shown, index=False, caption=None, label=f"tab:{f.stem}") == _pandas_latex(
-            shown, f"tab:{f.stem}"), f
+        assert _own_latex(shown, f"tab:{f.stem}", monkeypatch) == _pandas_latex(shown, f"tab:{f.stem}"), f
 
 
-def test_latex_of_hostile_text_is_the_bytes_pandas_writes(tmp_path):
+def test_latex_of_hostile_text_is_the_bytes_pandas_writes(tmp_path, monkeypatch):
     """Random text full of LaTeX specials (backslashes and tildes before spaces, braces, carets, ampersands) in
     cells and column names: the same bytes as pandas; a table it does not handle (an index, numbers as
     numbers, repeated names) is pandas' own; a caption is escaped (pandas leaves it as it is)."""
@@ -249,7 +257,12 @@ def test_latex_of_hostile_text_is_the_bytes_pandas_writes(tmp_path):
         n_cols, n_rows = int(rng.integers(1, 5)), int(rng.integers(0, 6))
         names = list(dict.fromkeys(text() + str(k) for k in range(n_cols)))
         shown = pd.DataFrame({c: [text() for _ in range(n_rows)] for c in names}, dtype=object)
-        assert tb._latex(shown, index=False, caption=None, label="tab:x") == _pandas_latex(shown, "tab:x")
+        if n_rows and rng.random() < 0.3:  # a flag column, as save_table leaves it (True/False)
+            flags = [bool(b) if k % 2 else np.bool_(b) for k, b in enumerate(rng.random(n_rows) < 0.5)]
+            shown[names[0]] = pd.Series(flags, dtype=object)
+        assert _own_latex(shown, "tab:x", monkeypatch) == _pandas_latex(shown, "tab:x")
+    flags = pd.DataFrame({"f": [True, False], "b": ["x_1", "y"]})  # a bool column (not object): pandas' own
+    assert tb._latex(flags, index=False, caption=None, label="tab:f") == _pandas_latex(flags, "tab:f")
     numbers = pd.DataFrame({"a": [1.5, 2.0], "b": ["x_1", "y"]})
     assert tb._latex(numbers, index=False, caption=None, label="tab:n") == _pandas_latex(numbers, "tab:n")
     assert tb._latex(numbers, index=True, caption=None, label="tab:n") == numbers.to_latex(
