@@ -318,7 +318,8 @@ def save_table(
     out = Path(outdir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / f"{name}.csv", "md": out / f"{name}.md", "tex": out / f"{name}.tex"}
-    _spreadsheet_frame(df, format_frame(df, CSV_DIGITS, columns=digits)).to_csv(paths["csv"], index=index)
+    csv = format_frame(df, CSV_DIGITS, columns=digits)
+    _spreadsheet_frame(df, csv).to_csv(paths["csv"], index=index)
     shown = format_frame(df, TEXT_DIGITS, columns=digits, float_format=float_format).astype(object)
     shown = shown.where(shown.notna(), "")  # a missing text cell is empty, as in the CSV
     numeric = [pd.api.types.is_numeric_dtype(df[c].dtype) and not pd.api.types.is_bool_dtype(df[c].dtype)
@@ -330,7 +331,8 @@ def save_table(
         md = f"{caption}\n\n{md}"
     paths["md"].write_text(md + "\n")
     paths["tex"].write_text(_latex(_one_line(shown), index=index, caption=caption, label=f"tab:{name}") + "\n")
-    record = sidecar("table", name, paths, data=df, meta=meta)
+    record = sidecar("table", name, paths, meta=meta)
+    record["data_hash"] = data_hash(df) if digits else _formatted_hash(csv)  # the CSV's digits: the same frame
     paths["json"] = write_sidecar(out / f"{name}{SIDECAR_SUFFIX}", record)
     return paths
 
@@ -352,9 +354,13 @@ def data_hash(*frames: pd.DataFrame) -> str:
     str
         The first 16 hex digits of the SHA-256.
     """
+    return _formatted_hash(*(format_frame(df) for df in frames))
+
+
+def _formatted_hash(*formatted: pd.DataFrame) -> str:
     h = hashlib.sha256()
-    for df in frames:
-        h.update(format_frame(df).to_csv(index=True, lineterminator="\n").encode())
+    for df in formatted:
+        h.update(df.to_csv(index=True, lineterminator="\n").encode())
     return h.hexdigest()[:16]
 
 

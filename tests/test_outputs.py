@@ -17,6 +17,12 @@ def test_save_table_three_formats(tmp_path):
     assert "| kappa" in paths["md"].read_text() and "0.123" in paths["md"].read_text()
     tex = paths["tex"].read_text()
     assert "\\begin{table}" in tex and "\\caption{A caption}" in tex
+    from medeval_kit.tables import data_hash
+
+    # the sidecar's hash is data_hash of the table, with or without columns kept more precise
+    assert json.loads(paths["json"].read_text())["data_hash"] == data_hash(df)
+    paths = save_table(df, "u", tmp_path, digits={"estimate": 8})
+    assert json.loads(paths["json"].read_text())["data_hash"] == data_hash(df)
 
 
 def test_save_figure_formats_sidecar_and_stability(tmp_path):

@@ -191,7 +191,7 @@ def test_cli_plan_on_the_pandalm_pilot(pilot, capsys):
 
 def test_cli_plan_json_and_csv(pilot, capsys):
     rc = main(["plan", "judge-vs-humans", str(pilot), "--judges", "gpt-3.5-turbo", "--design", "pooled",
-               "--n-sim", "20", "--format", "json"])
+               "--n-sim", "20", "--n-boot", "50", "--format", "json"])  # the output is tested, not the power
     assert rc == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["settings"]["design"] == "pooled" and doc["seed"] == 0 and doc["pilot"] == str(pilot)
@@ -199,7 +199,7 @@ def test_cli_plan_json_and_csv(pilot, capsys):
     assert set(PLAN_COLUMNS) <= set(doc["power"][0])
     assert any("Dawid-Skene" in x for x in doc["assumptions"])
     rc = main(["plan", "judge-vs-humans", "--kappa", "0.6", "--margin", "0.15", "--n-sim", "20", "--no-reference",
-               "--format", "csv"])
+               "--n-boot", "50", "--format", "csv"])
     assert rc == 0
     from io import StringIO
 
@@ -209,7 +209,8 @@ def test_cli_plan_json_and_csv(pilot, capsys):
 
 def test_cli_plan_without_a_pilot(capsys):
     rc = main(["plan", "judge-vs-humans", "--accuracy-humans", "0.85", "--accuracy-judge", "0.85", "--categories",
-               "2", "--margin", "0.15", "--raters-per-item", "2-3", "--physicians", "4", "--n-sim", "20"])
+               "2", "--margin", "0.15", "--raters-per-item", "2-3", "--physicians", "4", "--n-sim", "20",
+               "--n-boot", "50"])
     out = capsys.readouterr().out
     assert rc == 0
     assert "stated values" in out and "2 physicians per item of 4" in out and "3 physicians per item of 4" in out
