@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import threading
@@ -67,8 +68,22 @@ def load_llama(path: str, n_ctx: int = 2048, n_threads: int | None = None):
                 ) from exc
             llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=n_threads, seed=0,
                                   verbose=False)
+            if not _LLAMAS:
+                atexit.register(_close_llamas)
             _LLAMAS[k] = (llm, threading.Lock())
         return _LLAMAS[k]
+
+
+def _close_llamas() -> None:
+    """Free the cached models at exit, while llama_cpp can still do it: left to the garbage collector at
+    interpreter shutdown, ``Llama.__del__`` finds its module half torn down and prints a TypeError traceback."""
+    with _LLAMAS_LOCK:
+        for llm, _ in _LLAMAS.values():
+            try:
+                llm.close()
+            except Exception:  # noqa: BLE001 - exiting: nothing to report to
+                pass
+        _LLAMAS.clear()
 
 
 @provider("local")
