@@ -100,13 +100,11 @@ def _stock_fonts():
 def _stock_tables():
     """pandas' to_latex for the LaTeX, and the table formatted again for the sidecar's hash."""
     latex, fhash = tb._latex, tb._formatted_hash
-    seen: list = []
 
     def pandas_latex(df, *, index, caption, label):
         return df.to_latex(index=index, caption=caption, label=label, escape=True)
 
     def hash_again(*frames):  # save_table passes the CSV's frame; the old path formatted the table once more
-        seen.append(frames)
         return fhash(*(tb.format_frame(f) for f in frames))
 
     tb._latex, tb._formatted_hash = pandas_latex, hash_again

@@ -37,8 +37,8 @@ import pandas as pd
 
 from medeval_kit import provenance
 
-__all__ = ["save_table", "format_number", "format_frame", "escape_markdown", "latex_escape", "spreadsheet_safe", "data_hash",
-           "sidecar", "write_sidecar", "CSV_DIGITS", "TEXT_DIGITS", "DIGITS", "SIDECAR_SUFFIX"]
+__all__ = ["save_table", "format_number", "format_frame", "escape_markdown", "latex_escape", "spreadsheet_safe",
+           "data_hash", "sidecar", "write_sidecar", "CSV_DIGITS", "TEXT_DIGITS", "DIGITS", "SIDECAR_SUFFIX"]
 
 CSV_DIGITS = 6
 """Significant digits of a float in CSV: enough for every comparison with a published number."""
@@ -506,17 +506,17 @@ def _latex(df: pd.DataFrame, *, index: bool, caption: str | None, label: str) ->
 
     pandas renders through its Styler and a jinja template: about 20 ms a table, nearly half of ``save_table``.
     This writes the same bytes directly for the tables ``save_table`` makes (text columns of text and
-    True/False cells, one row of unique text column names, no index; ``tests/test_outputs.py`` compares the two on every committed table and on
-    random hostile text) and leaves any other table to pandas. The caption is escaped too (pandas writes it
-    as it is, where a ``%`` would hide the rest of the line).
+    True/False cells, one row of unique text column names, no index; ``tests/test_outputs.py`` compares the two
+    on committed tables and on random hostile text) and leaves any other table to pandas. The caption is
+    escaped too (pandas writes it as it is, where a ``%`` would hide the rest of the line).
     """
     cols = df.columns
+    simple = not (index or isinstance(cols, pd.MultiIndex) or not cols.is_unique
+                  or not all(isinstance(c, str) for c in cols)
+                  or any(pd.api.types.is_numeric_dtype(t) for t in df.dtypes))  # pandas right-aligns those
     cells = [[v if isinstance(v, str) else str(bool(v)) if isinstance(v, (bool, np.bool_)) else None
-              for v in df.iloc[:, k].tolist()] for k in range(df.shape[1])]  # pandas prints a flag as True/False
-    if (index or isinstance(cols, pd.MultiIndex) or not cols.is_unique
-            or not all(isinstance(c, str) for c in cols)
-            or any(pd.api.types.is_numeric_dtype(t) for t in df.dtypes)  # pandas right-aligns those
-            or any(v is None for col in cells for v in col)):
+              for v in df.iloc[:, k].tolist()] for k in range(df.shape[1])] if simple else []  # flags: True/False
+    if not simple or any(v is None for col in cells for v in col):
         return df.to_latex(index=index, caption=None if caption is None else latex_escape(caption), label=label,
                            escape=True)
     lines = ["\\begin{table}"]

@@ -29,8 +29,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``medeval bench``."""
-    p = sub.add_parser("bench", help="run a benchmark script (agreement, aspects, llm, outputs, readers, suite ...) and print its "
-                                            "figures")
+    p = sub.add_parser("bench", help="run a benchmark script (agreement, aspects, llm, outputs, readers, suite ...) "
+                                     "and print its figures")
     p.add_argument("name", help="benchmark name (a benchmarks/bench_NAME.py), e.g. agreement, aspects, llm, outputs "
                                 "(save_figure and save_table against the stock paths) or "
                                 "readers (format readers on ~200 MB JSON-lines files: time and peak RSS) or suite (every "

@@ -199,11 +199,8 @@ def _lean_pdf_fonts():
     duration of the block and restored after it (reference-counted: saves in several threads share it). A
     fontTools without that list is left as it is.
     """
-    try:
-        from fontTools import subset
-    except ImportError:  # pragma: no cover - matplotlib requires fontTools
-        yield
-        return
+    from fontTools import subset  # matplotlib's own dependency
+
     options = subset.Options
     if not isinstance(getattr(options, "_drop_tables_default", None), list):
         yield
