@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from medeval_kit.agreement.alt_test_planning import plan_alt_test
+from medeval_kit.agreement.alt_test import alt_test
+from medeval_kit.agreement.alt_test_planning import alt_passed, alt_sums, plan_alt_test
+from medeval_kit.agreement.data import AgreementError
+from medeval_kit.agreement.designs import judge_vs_humans
+from medeval_kit.agreement.panel import PanelError
 from medeval_kit.agreement.panel_model import (
     REFERENCE_JUDGE,
     PlanningError,
     panel_model,
     panel_model_from,
+    simulate_codes,
     simulate_panel,
 )
 from medeval_kit.agreement.plan_check import validate_plan
-from medeval_kit.agreement.planning import PLAN_COLUMNS, plan_judge_vs_humans
+from medeval_kit.agreement.planning import PLAN_COLUMNS, _FastVerdicts, plan_judge_vs_humans
 from medeval_kit.cli import main
 from medeval_kit.datasets import load_pandalm
 from medeval_kit.datasets.synthetic import synthetic_panel
@@ -149,6 +155,125 @@ def test_alt_test_plan_items_and_epsilon():
     assert eps.loc["poor", "epsilon_needed"] > 0.2 > eps.loc["good", "epsilon_needed"]
     curve = plan.epsilon[plan.epsilon["judge"] == "poor"].sort_values("epsilon")["power"]
     assert curve.is_monotonic_increasing
+
+
+def _reference_verdicts(m, n, r, P, seed, k, design, metric, margin, n_boot):
+    """Each judge's ``noninferior`` from judge_vs_humans on the simulated table (None: it raised)."""
+    t = simulate_panel(m, n, r, P, seed=seed)
+    try:
+        tab = judge_vs_humans(t, sorted(t.loc[t.rater_kind == "human", "rater"].unique()), list(m.judges),
+                              design=design, metric=metric, margin=margin, n_boot=n_boot, seed=k,
+                              categories=list(m.categories), accept_label_warnings=True).table
+    except (AgreementError, PanelError):
+        return None
+    j = tab[tab["role"] == "judge"].set_index("rater")["noninferior"].reindex(list(m.judges))
+    return j.fillna(False).astype(bool).tolist()
+
+
+@pytest.mark.parametrize("design", ["loo", "pooled"])
+def test_fast_verdicts_are_the_verdicts_of_judge_vs_humans(design):
+    """The plan's fast path gives judge_vs_humans' verdict on every panel: small and large panels, 2-4
+    categories, physicians who labelled nothing, judges with gaps or with no label, every kind of metric."""
+    rng = np.random.default_rng(7 if design == "loo" else 8)
+    metrics = ["cohen_kappa", "percent_agreement", "gwet_ac1", "scott_pi", "macro_f1"]
+    seen = {"fast": 0, "handed_on": 0, "True": 0, "False": 0, "None": 0}
+    for case in range(40):
+        K = int(rng.integers(2, 5))
+        r = int(rng.integers(2, 4))
+        P = r + int(rng.integers(0, 3))
+        m = panel_model_from(kappa=float(rng.uniform(0.3, 0.8)), judge_kappa=float(rng.uniform(0.1, 0.8)),
+                             categories=K, n_physicians=P, raters_per_item=r).with_reference()
+        m = replace(m, judge_coverage=np.array([rng.choice([1.0, 0.6, 0.03]), 1.0]))
+        metric, margin, n_boot = metrics[case % len(metrics)], float(rng.choice([0.05, 0.15])), 60
+        fast = _FastVerdicts(m, design, metric, margin, n_boot, 0.95)
+        for k in range(3):
+            n = int(rng.choice([3, 6, 25, 120]))
+            seed = [case, n, k]
+            ref = _reference_verdicts(m, n, r, P, seed, k, design, metric, margin, n_boot)
+            got = fast(*simulate_codes(m, n, r, P, seed=seed), k)
+            if got is NotImplemented:  # the plan runs judge_vs_humans on this panel
+                seen["handed_on"] += 1
+                continue
+            seen["fast"] += 1
+            assert (None if got is None else got.tolist()) == ref, (case, k, n, metric)
+            for v in [None] if ref is None else ref:
+                seen[str(v)] += 1
+    # one category nearly always: under leave-one-out kappa is undefined for every physician (the panel fails)
+    m = panel_model_from(kappa=0.9, categories=2, prevalence=[0.999, 0.001], n_physicians=3)
+    fast = _FastVerdicts(m, design, "cohen_kappa", 0.2, 80, 0.95)
+    for k in range(6):
+        ref = _reference_verdicts(m, 40, 3, 3, [k], k, design, "cohen_kappa", 0.2, 80)
+        got = fast(*simulate_codes(m, 40, 3, 3, seed=[k]), k)
+        assert (None if got is None else got.tolist()) == ref, k
+        seen[str(ref and ref[0])] += 1
+    assert seen["fast"] >= 80 and seen["handed_on"] >= 5, seen
+    assert min(seen["True"], seen["False"]) >= 30 and (seen["None"] >= 3) == (design == "loo"), seen
+
+
+def test_fast_and_reference_plans_are_identical():
+    m = panel_model_from(kappa=0.6, judge_kappa=0.5, n_physicians=4, raters_per_item=3)
+    kw = dict(margin=0.2, n_sim=20, n_boot=80, seed=5)
+    a = plan_judge_vs_humans(m, **kw)  # leave-one-out; pooled panels are checked one by one above
+    b = plan_judge_vs_humans(m, fast_path=False, **kw)
+    pd.testing.assert_frame_equal(a.table, b.table, check_exact=True)
+    pd.testing.assert_frame_equal(a.planned, b.planned, check_exact=True)
+
+
+def test_validation_is_the_same_on_either_path():
+    m = panel_model_from(kappa=0.6, n_physicians=3)
+    kw = dict(designs=["loo"], powers=[0.8], margin=0.2, n_fresh=40, n_sim=20, n_boot=80, n_boot_check=200, seed=2)
+    a, b = validate_plan(m, **kw), validate_plan(m, fast_path=False, **kw)
+    timing = ["plan_seconds", "check_seconds"]
+    pd.testing.assert_frame_equal(a.drop(columns=timing), b.drop(columns=timing), check_exact=True)
+    assert 0 < a["realised_power"].iloc[0] < 1
+
+
+def test_fast_alt_test_sums_and_verdicts_are_alt_tests():
+    """The alt-test plan's fast path: the per-physician sums and ``passed`` of alt_test on every panel (small and
+    large, 2-4 categories, physicians who labelled nothing, judges with gaps or with no label, several epsilon)."""
+    rng = np.random.default_rng(3)
+    seen = {"fast": 0, "handed_on": 0, "True": 0, "False": 0}
+    for case in range(30):
+        K, r = int(rng.integers(2, 5)), int(rng.integers(2, 4))
+        P = r + int(rng.integers(0, 3))
+        m = panel_model_from(accuracy_humans=float(rng.uniform(0.5, 0.9)),
+                             accuracy_judge=[float(rng.uniform(0.3, 0.95)), float(rng.uniform(0.6, 0.95))],
+                             categories=K, n_physicians=P, raters_per_item=r, judges=("a", "b"))
+        m = replace(m, judge_coverage=np.array([rng.choice([1.0, 0.6, 0.02]), 1.0]))
+        eps, q, min_items = float(rng.choice([0.0, 0.1, 0.2, 0.35])), 0.05, int(rng.choice([2, 10, 30]))
+        for k in range(3):
+            n = int(rng.choice([3, 12, 50, 150]))
+            codes, _, _ = simulate_codes(m, n, r, P, seed=[case, k])
+            st = alt_sums(codes, P, m.K, 2, min_items)
+            if st is None:
+                seen["handed_on"] += 1
+                continue
+            seen["fast"] += 1
+            t = simulate_panel(m, n, r, P, seed=[case, k])
+            res = alt_test(t, sorted(t.loc[t.rater_kind == "human", "rater"].unique()), ["a", "b"], epsilon=eps,
+                           q_fdr=q, min_items_per_human=min_items, scoring="accuracy", accept_label_warnings=True)
+            for j, name in enumerate(["a", "b"]):
+                d = res.details[res.details["judge"] == name]
+                np.testing.assert_array_equal(st[j]["n"][0], d["n_items"])
+                n_items = d["n_items"].to_numpy()
+                dd = np.nan_to_num(np.round((d["rho_human"] - d["rho_llm"]).to_numpy() * n_items))  # no item: 0
+                np.testing.assert_array_equal(st[j]["dd"][0], dd)
+                np.testing.assert_array_equal(st[j]["k"][0], d["n_items"] - d["n_ties"])
+                np.testing.assert_array_equal(st[j]["tested"][0], d["skipped_reason"] == "")
+                want = bool(res.results.set_index("judge").loc[name, "passed"])
+                assert alt_passed(st[j], eps, q) == want, (case, k, name)
+                seen[str(want)] += 1
+    assert seen["fast"] >= 60 and seen["handed_on"] >= 3 and min(seen["True"], seen["False"]) >= 20, seen
+
+
+def test_fast_and_reference_alt_test_plans_are_identical():
+    m = panel_model_from(accuracy_humans=0.8, accuracy_judge=0.85, n_physicians=3)
+    kw = dict(epsilon=0.2, reference=False, n_sim=20, epsilon_items=60, seed=4)
+    a, b = plan_alt_test(m, **kw), plan_alt_test(m, fast_path=False, **kw)
+    for x, y in [(a.table, b.table), (a.planned, b.planned), (a.epsilon, b.epsilon),
+                 (a.epsilon_planned, b.epsilon_planned)]:
+        pd.testing.assert_frame_equal(x, y, check_exact=True)
+    assert (a.epsilon_planned["check_mismatches"] == 0).all()
 
 
 def test_bad_plan_parameters():

@@ -572,8 +572,29 @@ def _verdict(m, n_rej, n_worse, wr, skipped, eps, min_items) -> tuple[str, list[
                             "more items per human"]
 
 
-def _decide(d, items, judges, eps, q, scoring, min_items):
+def paired_t(n: np.ndarray, delta: np.ndarray, k: np.ndarray, eps: float, *, worse: bool = True) -> tuple:
+    """The alt-test's one-sided paired t-tests of d = W^h - W^f against ``eps``, from group sums (integers):
+    ``n`` pairs, ``delta`` = sum d = S_h - S_f, ``k`` = sum d^2 = n - ties (d is +-1 off ties, 0 on ties).
+
+    Returns ``(t, p, p_worse)``: p of H1 mean < eps (the judge is not worse than the human by eps or more)
+    and, with ``worse``, of the reverse H1 mean > eps (it decides "fail"; else None). A zero variance
+    (every d equal) gives t = +-inf, or NaN and p = 1 when the mean is exactly eps.
+    """
     from scipy import stats
+
+    nn = n.astype(float)
+    mean = delta / nn
+    zero_var = k * n == delta * delta  # all d_ij equal (exact, integers)
+    var = np.where(zero_var, 0.0, (k - delta * delta / nn) / (nn - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tt = np.where(zero_var, np.where(mean < eps, -np.inf, np.where(mean > eps, np.inf, np.nan)),
+                      (mean - eps) / np.sqrt(var / nn))
+    pp = np.where(np.isnan(tt), 1.0, stats.t.cdf(tt, nn - 1))
+    ppw = np.where(np.isnan(tt), 1.0, stats.t.sf(tt, nn - 1)) if worse else None
+    return tt, pp, ppw
+
+
+def _decide(d, items, judges, eps, q, scoring, min_items):
     from statsmodels.stats.multitest import multipletests
 
     n = d["n_items"].to_numpy(np.int64)
@@ -600,18 +621,7 @@ def _decide(d, items, judges, eps, q, scoring, min_items):
     pw = np.full(len(d), np.nan)
     idx = np.flatnonzero(tested)
     if len(idx):
-        nn, dd, kk = n[idx].astype(float), delta[idx], k[idx]
-        mean = dd / nn
-        zero_var = kk * n[idx] == dd * dd  # all d_ij equal (exact, integers)
-        var = np.where(zero_var, 0.0, (kk - dd * dd / nn) / (nn - 1))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            tt = np.where(zero_var, np.where(mean < eps, -np.inf, np.where(mean > eps, np.inf, np.nan)),
-                          (mean - eps) / np.sqrt(var / nn))
-        pp = stats.t.cdf(tt, nn - 1)
-        pp = np.where(np.isnan(tt), 1.0, pp)
-        # the reverse test (H1: mean > eps, the judge worse than the human minus eps): it decides "fail"
-        ppw = np.where(np.isnan(tt), 1.0, stats.t.sf(tt, nn - 1))
-        t[idx], p[idx], pw[idx] = tt, pp, ppw
+        t[idx], p[idx], pw[idx] = paired_t(n[idx], delta[idx], k[idx], eps)
     d["t"], d["p_value"], d["p_worse"] = t, p, pw
     d["p_adjusted"] = np.nan
     d["p_worse_adjusted"] = np.nan

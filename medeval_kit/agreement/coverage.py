@@ -255,11 +255,12 @@ def _fast_specs(t: pd.DataFrame, metric: str, designs: Sequence[str], seed: int,
     return out
 
 
-def _evaluate(specs: list[tuple], n_boot: int, confidence: float, seed: int) -> list[tuple[float, float, float]]:
-    """(Δ, CI low, CI high) of each spec, the replicates of every statistic from one set of draws.
+def paired_deltas(specs: list[tuple], n_boot: int, seed: int) -> list[tuple[float, np.ndarray | None]]:
+    """(Δ, paired replicates of Δ) of each spec ``(a, b, kind)``: Δ = a − b; every statistic's replicates
+    from one set of draws (None: no bootstrap, or Δ not finite, as in ``_assemble`` of designs).
 
-    ``"verdict"``: Δ's CI as ``verdict_columns`` in designs; ``"medqade"``: as ``_judge_row`` in ceiling.
-    A Δ that is not finite gets no CI in either, so its statistics are not resampled.
+    The draws depend only on (items, ``n_boot``, ``seed``), so they are those of
+    :func:`~medeval_kit.agreement.judge_vs_humans` with the same seed, and the replicates the same floats.
     """
     uniq = list({id(st): st for a, b, _ in specs for st in (a, b)}.values())
     est = {id(st): v if st.n_items else np.nan for st, v in zip(uniq, points(uniq))}  # designs' _point
@@ -277,11 +278,20 @@ def _evaluate(specs: list[tuple], n_boot: int, confidence: float, seed: int) -> 
         r = replicates([st for _, st in group], n_boot, seed)
         for c, (k, _) in enumerate(group):
             reps[k] = r[:, c]
+    return [(dl, reps[id(a)] - reps[id(b)] if id(a) in reps and np.isfinite(dl) else None)
+            for (a, b, _), dl in zip(specs, deltas)]
+
+
+def _evaluate(specs: list[tuple], n_boot: int, confidence: float, seed: int) -> list[tuple[float, float, float]]:
+    """(Δ, CI low, CI high) of each spec, the replicates of every statistic from one set of draws.
+
+    ``"verdict"``: Δ's CI as ``verdict_columns`` in designs; ``"medqade"``: as ``_judge_row`` in ceiling.
+    A Δ that is not finite gets no CI in either, so its statistics are not resampled.
+    """
     out = []
-    for (a, b, kind), dl in zip(specs, deltas):
+    for (_, _, kind), (dl, d) in zip(specs, paired_deltas(specs, n_boot, seed)):
         lo = hi = np.nan
-        if id(a) in reps and np.isfinite(dl):
-            d = reps[id(a)] - reps[id(b)]
+        if d is not None:
             if kind == "verdict":
                 lo, hi = delta_interval(d, confidence)
             else:

@@ -391,6 +391,44 @@ def simulate_panel(
     >>> sorted(set(t[t.rater_kind == "human"].groupby("item").size()))
     [3]
     """
+    items, raters, labels, names, P = _simulate(model, n_items, raters_per_item, n_physicians, seed)
+    cats = np.asarray(model.categories, dtype=object)
+    return pd.DataFrame({"item": items, "rater": names[raters],
+                         "rater_kind": np.where(raters < P, "human", "llm"), "label": cats[labels]})
+
+
+def simulate_codes(
+    model: PanelModel,
+    n_items: int,
+    raters_per_item: int | None = None,
+    n_physicians: int | None = None,
+    *,
+    seed=0,
+) -> tuple[np.ndarray, list[str], int]:
+    """The study of :func:`simulate_panel` (same arguments, same draws) as a code matrix.
+
+    Returns
+    -------
+    (numpy.ndarray, list of str, int)
+        ``codes`` (n_items, physicians + judges): the index of each label in ``model.categories``,
+        -1 where the rater did not label the item; the raters' names (physicians, then the model's
+        judges); the number of physicians.
+
+    Examples
+    --------
+    >>> m = panel_model_from(kappa=0.6, n_physicians=3)
+    >>> codes, names, P = simulate_codes(m, 5, seed=1)
+    >>> codes.shape, names[:P]
+    ((5, 4), ['physician1', 'physician2', 'physician3'])
+    """
+    items, raters, labels, names, P = _simulate(model, n_items, raters_per_item, n_physicians, seed)
+    codes = np.full((int(n_items), len(names)), -1, dtype=np.int64)
+    codes[items, raters] = labels
+    return codes, names.tolist(), P
+
+
+def _simulate(model: PanelModel, n_items, raters_per_item, n_physicians, seed):
+    """(item, rater, label code) of every label drawn, the raters' names and the number of physicians."""
     rng = np.random.default_rng(seed)
     r = model.raters_per_item if raters_per_item is None else int(raters_per_item)
     P = max(model.n_physicians, r) if n_physicians is None else int(n_physicians)
@@ -405,11 +443,9 @@ def simulate_panel(
     J = len(model.judges)
     jl = _draw(model.judge_confusion[np.arange(J)[None, :], truth[:, None]], rng.random((n, J)))
     jok = rng.random((n, J)) < model.judge_coverage[None, :]
-    cats = np.asarray(model.categories, dtype=object)
     names = np.asarray(_physician_names(P) + list(model.judges), dtype=object)
     ji, jj = np.nonzero(jok)
     items = np.concatenate([np.repeat(np.arange(n), who.shape[1]), ji])
     raters = np.concatenate([who.ravel(), P + jj])
     labels = np.concatenate([hl.ravel(), jl[ji, jj]])
-    return pd.DataFrame({"item": items, "rater": names[raters],
-                         "rater_kind": np.where(raters < P, "human", "llm"), "label": cats[labels]})
+    return items, raters, labels, names, P

@@ -8,15 +8,18 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from medeval_kit.agreement.data import AgreementError
 from medeval_kit.agreement.designs import judge_vs_humans
+from medeval_kit.agreement.panel import PanelError
 from medeval_kit.agreement.panel_model import (
     REFERENCE_JUDGE,
     PanelModel,
     PlanningError,
     panel_model_from,
+    simulate_codes,
     simulate_panel,
 )
-from medeval_kit.agreement.planning import PLAN_DESIGNS, plan_judge_vs_humans
+from medeval_kit.agreement.planning import PLAN_DESIGNS, _FastVerdicts, plan_judge_vs_humans
 from medeval_kit.stats import wilson_interval
 
 __all__ = ["validate_plan"]
@@ -39,6 +42,7 @@ def validate_plan(
     seed: int = 0,
     fresh_seed: int = 987654,
     progress: bool = False,
+    fast_path: bool = True,
 ) -> pd.DataFrame:
     """Does the plan deliver its power? Plan, then re-simulate fresh panels at the planned n.
 
@@ -66,6 +70,10 @@ def validate_plan(
         Seed of the fresh panels (different from ``seed``).
     progress : bool
         Progress bars.
+    fast_path : bool
+        Read the verdicts of the plan's panels and of the fresh panels from their code matrices (the
+        verdicts of ``judge_vs_humans``, see :func:`plan_judge_vs_humans`); ``False`` runs
+        ``judge_vs_humans`` on every panel.
 
     Returns
     -------
@@ -91,7 +99,7 @@ def validate_plan(
     for design in designs:
         for pw in powers:
             plan = plan_judge_vs_humans(model, margin, pw, design=design, reference=False, n_sim=n_sim,
-                                        n_boot=n_boot, seed=seed, progress=progress)
+                                        n_boot=n_boot, seed=seed, progress=progress, fast_path=fast_path)
             row = plan.planned.iloc[0]
             n = row["planned_n"]
             base = dict(design=design, target_power=pw, margin=margin, planned_n=n,
@@ -103,11 +111,20 @@ def validate_plan(
                 continue
             t0 = time.perf_counter()
             k = 0
+            fast = _FastVerdicts(model, design, "cohen_kappa", margin, n_boot_check, 0.95) if fast_path else None
             for s in range(n_fresh):
+                if fast is not None:
+                    v = fast(*simulate_codes(model, int(n), seed=[fresh_seed, s]), fresh_seed + s)
+                    if v is not NotImplemented:
+                        k += 0 if v is None else int(v[0])
+                        continue
                 t = simulate_panel(model, int(n), seed=[fresh_seed, s])
-                tab = judge_vs_humans(t, sorted(t.loc[t.rater_kind == "human", "rater"].unique()), [judge],
-                                      design=design, margin=margin, n_boot=n_boot_check, seed=fresh_seed + s,
-                                      categories=list(model.categories), accept_label_warnings=True).table
+                try:
+                    tab = judge_vs_humans(t, sorted(t.loc[t.rater_kind == "human", "rater"].unique()), [judge],
+                                          design=design, margin=margin, n_boot=n_boot_check, seed=fresh_seed + s,
+                                          categories=list(model.categories), accept_label_warnings=True).table
+                except (AgreementError, PanelError):
+                    continue  # no verdict on this panel: not a pass
                 v = tab.loc[tab["role"] == "judge", "noninferior"].iloc[0]
                 k += bool(v) if pd.notna(v) else 0
             lo, hi = wilson_interval(k, n_fresh)

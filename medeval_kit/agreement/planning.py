@@ -26,7 +26,9 @@ enough. This module answers by simulation, with the very verdicts the study will
    lower CI bound then has a little more Monte Carlo noise, about 0.2 of its standard error, which
    changes the power by well under a point; :func:`~medeval_kit.agreement.plan_check.validate_plan` checks the plan against fresh
    panels analysed with 1000 resamples). A study passes when ``noninferior`` is true (the lower CI
-   bound of Δ = judge − humans is above −margin). :func:`~medeval_kit.agreement.alt_test_planning.plan_alt_test` runs
+   bound of Δ = judge − humans is above −margin). By default (``fast_path``) the verdict is read from the
+   panel's code matrix with the same statistics, draws and rule, without the table checks and result
+   tables (the same verdicts, checked panel by panel in the tests). :func:`~medeval_kit.agreement.alt_test_planning.plan_alt_test` runs
    :func:`medeval_kit.agreement.alt_test` and counts ``passed``.
 4. **The search for n** (the same for both): the expected verdict on one very large panel says whether
    a judge can pass at all (e.g. its Δ is below −margin: then no n helps, and the plan says so). From
@@ -52,20 +54,25 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
 from medeval_kit.agreement.alt_test import PASS_RATE
+from medeval_kit.agreement.coverage import _builtin, _loo_specs, _pair, paired_deltas
 from medeval_kit.agreement.data import AgreementError
-from medeval_kit.agreement.designs import judge_vs_humans
+from medeval_kit.agreement.designs import _pooled, judge_vs_humans
+from medeval_kit.agreement.forms import pair_stat
 from medeval_kit.agreement.panel import PanelError
 from medeval_kit.agreement.panel_model import (
     PanelModel,
     PlanningError,
+    simulate_codes,
     simulate_panel,
 )
+from medeval_kit.agreement.verdicts import noninferiority_verdict
 from medeval_kit.stats import wilson_interval
 
 __all__ = ["PowerPlan", "plan_judge_vs_humans", "PLAN_DESIGNS", "PLAN_COLUMNS", "PLANNED_COLUMNS"]
@@ -179,7 +186,10 @@ def _pool(model: PanelModel, n_physicians, r: int) -> int:
 
 
 class _Runner:
-    """Simulates panels at n items and counts each judge's passes; the seed of panel k at n is fixed."""
+    """Simulates panels at n items and counts each judge's passes; the seed of panel k at n is fixed.
+
+    ``verdict(draw, k)`` gets panel k as ``draw``: ``draw()`` is its table, ``draw(codes=True)`` its code matrix.
+    """
 
     def __init__(self, model, r, P, verdict: Callable, seed, bar):
         self.model, self.r, self.P, self.verdict, self.seed, self.bar = model, r, P, verdict, seed, bar
@@ -190,8 +200,8 @@ class _Runner:
         """Make sure ``upto`` panels at n are simulated; return their pass counts per judge."""
         got = self.passes.setdefault(n, [])
         for k in range(len(got), upto):
-            t = simulate_panel(self.model, n, self.r, self.P, seed=[self.seed, self.r, self.P, n, k])
-            v = self.verdict(t, k)
+            seed = [self.seed, self.r, self.P, n, k]
+            v = self.verdict(partial(_draw, self.model, n, self.r, self.P, seed), k)
             if v is None:
                 self.failed[n] = self.failed.get(n, 0) + 1
                 v = np.zeros(len(self.model.judges), bool)
@@ -204,6 +214,55 @@ class _Runner:
 
     def sims(self, n: int) -> int:
         return len(self.passes.get(n, ()))
+
+
+def _draw(model, n, r, P, seed, codes=False):
+    """Panel ``seed`` at n items: its table (:func:`simulate_panel`) or, with ``codes``, its code matrix."""
+    return (simulate_codes if codes else simulate_panel)(model, n, r, P, seed=seed)
+
+
+class _FastVerdicts:
+    """Each judge's ``noninferior`` on a simulated panel, read from its code matrix: the verdict of
+    :func:`~medeval_kit.agreement.judge_vs_humans` (the same statistics, draws and rule), without its
+    checks, tables and notes.
+
+    The plan needs only the verdicts of hundreds of panels; ``judge_vs_humans`` spends most of its time on a
+    small panel checking the table and writing the result (about 8 ms a panel, against 2 here). Its checks
+    cannot fail on a simulated table except where a judge labelled nothing or fewer than two physicians
+    labelled anything: those panels (``NotImplemented``) go to ``judge_vs_humans`` itself.
+    tests/test_plan.py checks the verdicts and whole plans against ``judge_vs_humans`` panel by panel.
+    """
+
+    def __init__(self, model, design, metric, margin, n_boot, confidence):
+        self.K, self.design, self.metric = model.K, design, metric
+        self.margin, self.n_boot, self.confidence = margin, n_boot, confidence
+        self.fn = pair_stat(metric, np.zeros(1, int), np.zeros(1, int), model.K).fn  # = designs' pair_stat
+        self.builtin = _builtin(metric)
+
+    def __call__(self, codes: np.ndarray, names: list[str], P: int, seed: int):
+        present = np.flatnonzero((codes >= 0).any(axis=0))
+        humans = sorted((i for i in present if i < P), key=lambda i: names[i])  # judge_vs_humans' order
+        judges = np.arange(P, len(names))
+        if len(humans) < 2 or len(present) - len(humans) < len(judges) or set(names[:P]) & set(names[P:]):
+            return NotImplemented
+        C = codes[:, humans + judges.tolist()]
+        nH = len(humans)
+        if self.design == "loo":
+            try:
+                specs = _loo_specs(C, self.K, nH, self.metric, self.fn)
+            except AgreementError:
+                return None  # what judge_vs_humans raises on this panel
+        else:
+            sides = _pooled(C, self.K, list(range(nH)), list(range(nH, C.shape[1])), list(judges), self.metric,
+                            None, "item")[0]
+            specs = [(_pair(sides[j]["stat"].F, self.fn, sides[j]["stat"].n_items, self.builtin),
+                      _pair(sides[j]["ref"].F, self.fn, sides[j]["ref"].n_items, self.builtin), "verdict")
+                     for j in judges]
+        out = []
+        for (a, _, _), (delta, d) in zip(specs, paired_deltas(specs, self.n_boot, seed)):
+            v = noninferiority_verdict(d, delta, self.margin, self.confidence, a.n_items, n_boot=self.n_boot)
+            out.append(v["noninferior"] is not pd.NA and bool(v["noninferior"]))
+        return np.array(out, bool)
 
 
 def _nice(n: float, n_min: int, n_max: int) -> int:
@@ -387,6 +446,7 @@ def plan_judge_vs_humans(
     refine: int = 2,
     seed: int = 0,
     progress: bool = False,
+    fast_path: bool = True,
 ) -> PowerPlan:
     """How many items a judge-vs-humans study needs to show a judge non-inferior with the target power.
 
@@ -423,6 +483,10 @@ def plan_judge_vs_humans(
         Seed of every simulated panel and bootstrap.
     progress : bool
         Show a tqdm progress bar (after 2 s).
+    fast_path : bool
+        Read each simulated panel's verdicts from its code matrix (the same numbers as
+        ``judge_vs_humans``; ``medeval bench plan``: about 5 times faster); ``False`` runs ``judge_vs_humans`` on
+        every panel.
 
     Returns
     -------
@@ -448,15 +512,21 @@ def plan_judge_vs_humans(
         model = model.with_reference()
     if not model.judges:
         raise PlanningError("the model has no judge to plan for; pass reference=True (--reference) or a judge")
+    fast = _FastVerdicts(model, design, metric, margin, n_boot, confidence) if fast_path else None
+
     def run_jvh(t: pd.DataFrame, boot_seed, B=n_boot):
         hum = sorted(t.loc[t["rater_kind"] == "human", "rater"].unique())
         return judge_vs_humans(t, hum, list(model.judges), design=design, metric=metric, margin=margin, n_boot=B,
                                confidence=confidence, seed=boot_seed, categories=list(model.categories),
                                accept_label_warnings=True)  # simulated labels are clean
 
-    def verdict(t, k):
+    def verdict(draw, k):
+        if fast is not None:
+            v = fast(*draw(codes=True), k)
+            if v is not NotImplemented:
+                return v
         try:
-            tab = run_jvh(t, k).table
+            tab = run_jvh(draw(), k).table
         except (AgreementError, PanelError):
             return None
         j = tab[tab["role"] == "judge"].set_index("rater")["noninferior"].reindex(list(model.judges))

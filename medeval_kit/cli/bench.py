@@ -29,10 +29,11 @@ def _cmd_bench(args: argparse.Namespace) -> int:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add ``medeval bench``."""
-    p = sub.add_parser("bench", help="run a benchmark script (agreement, aspects, llm, outputs, readers, suite ...) "
+    p = sub.add_parser("bench", help="run a benchmark script (agreement, aspects, llm, outputs, plan, readers, suite ...) "
                                      "and print its figures")
     p.add_argument("name", help="benchmark name (a benchmarks/bench_NAME.py), e.g. agreement, aspects, llm, outputs "
-                                "(save_figure and save_table against the stock paths) or "
+                                "(save_figure and save_table against the stock paths), plan (medeval plan's fast path "
+                                "against judge_vs_humans and alt_test on every panel) or "
                                 "readers (format readers on ~200 MB JSON-lines files: time and peak RSS) or suite (every "
                                 "study's notebook runs and the test suite per file: the timing record)")
     p.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script (see its --help)")
