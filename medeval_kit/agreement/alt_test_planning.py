@@ -135,6 +135,13 @@ def alt_sums(codes: np.ndarray, P: int, K: int, n_judges: int, min_items: int,
     return out
 
 
+def _details_sums(d: pd.DataFrame) -> dict:
+    """:func:`alt_sums`' entry of one judge, from ``alt_test``'s details of that judge."""
+    n = d["n_items"].to_numpy(float)
+    return dict(n=n[None], dd=np.round((d["rho_human"] - d["rho_llm"]).to_numpy() * n)[None],
+                k=(n - d["n_ties"].to_numpy(float))[None], tested=(d["skipped_reason"] == "").to_numpy()[None])
+
+
 def alt_passed(st: dict, eps: float, q: float) -> bool:
     """``passed`` of :func:`~medeval_kit.agreement.alt_test` from one judge's :func:`alt_sums`: the same
     t-tests (:func:`~medeval_kit.agreement.alt_test.paired_t`), Benjamini-Yekutieli (statsmodels) and rule."""
@@ -278,22 +285,14 @@ def plan_alt_test(
             mismatch = 0
             for k in range(n_sim):
                 draw = partial(_draw, model, n_eps, r, P, [seed, r, P, n_eps, 10**6 + k])
-                fast = sums(draw)
-                if fast is None:
+                st_all = sums(draw)
+                if st_all is None:
                     res = run_alt(draw())
-                    passed = res.results.set_index("judge")["passed"]
-                    d = res.details
-                for j, name in enumerate(judges):
-                    if fast is None:
-                        dj = d[d["judge"] == name]
-                        n = dj["n_items"].to_numpy(float)
-                        st = dict(n=n[None], dd=np.round((dj["rho_human"] - dj["rho_llm"]).to_numpy() * n)[None],
-                                  k=(n - dj["n_ties"].to_numpy(float))[None],
-                                  tested=(dj["skipped_reason"] == "").to_numpy()[None])
-                        ok = bool(passed.loc[name])
-                    else:
-                        st = fast[j]
-                        ok = alt_passed(st, epsilon, q_fdr)
+                    st_all = [_details_sums(res.details[res.details["judge"] == name]) for name in judges]
+                    passed = res.results.set_index("judge")["passed"].reindex(judges).astype(bool).tolist()
+                else:
+                    passed = [alt_passed(st, epsilon, q_fdr) for st in st_all]
+                for name, st, ok in zip(judges, st_all, passed):
                     crit[name].append(float(_critical_eps(st, q_fdr)[0]))
                     mismatch += int(ok != bool(_alt_pass(np.array([epsilon]), st, q_fdr)[0]))
                 bar.update(1)

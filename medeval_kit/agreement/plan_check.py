@@ -4,22 +4,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from medeval_kit.agreement.data import AgreementError
-from medeval_kit.agreement.designs import judge_vs_humans
-from medeval_kit.agreement.panel import PanelError
 from medeval_kit.agreement.panel_model import (
     REFERENCE_JUDGE,
     PanelModel,
     PlanningError,
     panel_model_from,
-    simulate_codes,
-    simulate_panel,
 )
-from medeval_kit.agreement.planning import PLAN_DESIGNS, _FastVerdicts, plan_judge_vs_humans
+from medeval_kit.agreement.planning import PLAN_DESIGNS, _draw, _FastVerdicts, _panel_verdicts, plan_judge_vs_humans
 from medeval_kit.stats import wilson_interval
 
 __all__ = ["validate_plan"]
@@ -111,22 +107,12 @@ def validate_plan(
                 continue
             t0 = time.perf_counter()
             k = 0
-            fast = _FastVerdicts(model, design, "cohen_kappa", margin, n_boot_check, 0.95) if fast_path else None
+            study = dict(design=design, metric="cohen_kappa", margin=margin, n_boot=n_boot_check, confidence=0.95)
+            fast = _FastVerdicts(model, **study) if fast_path else None
             for s in range(n_fresh):
-                if fast is not None:
-                    v = fast(*simulate_codes(model, int(n), seed=[fresh_seed, s]), fresh_seed + s)
-                    if v is not NotImplemented:
-                        k += 0 if v is None else int(v[0])
-                        continue
-                t = simulate_panel(model, int(n), seed=[fresh_seed, s])
-                try:
-                    tab = judge_vs_humans(t, sorted(t.loc[t.rater_kind == "human", "rater"].unique()), [judge],
-                                          design=design, margin=margin, n_boot=n_boot_check, seed=fresh_seed + s,
-                                          categories=list(model.categories), accept_label_warnings=True).table
-                except (AgreementError, PanelError):
-                    continue  # no verdict on this panel: not a pass
-                v = tab.loc[tab["role"] == "judge", "noninferior"].iloc[0]
-                k += bool(v) if pd.notna(v) else 0
+                v = _panel_verdicts(partial(_draw, model, int(n), None, None, [fresh_seed, s]), fresh_seed + s,
+                                    model=model, fast=fast, **study)
+                k += 0 if v is None else int(v[0])  # no verdict on a panel: not a pass
             lo, hi = wilson_interval(k, n_fresh)
             rows.append(dict(base, realised_power=k / n_fresh, ci_low=lo, ci_high=hi, n_fresh=n_fresh,
                              within_5_points=abs(k / n_fresh - pw) <= 0.05, check_seconds=time.perf_counter() - t0,

@@ -265,6 +265,28 @@ class _FastVerdicts:
         return np.array(out, bool)
 
 
+def _judge_vs_humans(t: pd.DataFrame, model: PanelModel, boot_seed, **study):
+    """``judge_vs_humans`` of the model's judges against the physicians of simulated panel ``t``."""
+    hum = sorted(t.loc[t["rater_kind"] == "human", "rater"].unique())
+    return judge_vs_humans(t, hum, list(model.judges), seed=boot_seed, categories=list(model.categories),
+                           accept_label_warnings=True, **study)  # simulated labels are clean
+
+
+def _panel_verdicts(draw, boot_seed, *, model: PanelModel, fast: _FastVerdicts | None, **study) -> np.ndarray | None:
+    """Each judge's ``noninferior`` on panel ``draw`` (see :class:`_Runner`): from its code matrix when ``fast``
+    can tell, else from ``judge_vs_humans``; None when that refuses the panel (a failed run)."""
+    if fast is not None:
+        v = fast(*draw(codes=True), boot_seed)
+        if v is not NotImplemented:
+            return v
+    try:
+        tab = _judge_vs_humans(draw(), model, boot_seed, **study).table
+    except (AgreementError, PanelError):
+        return None
+    j = tab[tab["role"] == "judge"].set_index("rater")["noninferior"].reindex(list(model.judges))
+    return j.fillna(False).astype(bool).to_numpy()
+
+
 def _nice(n: float, n_min: int, n_max: int) -> int:
     """n rounded to two significant digits, within [n_min, n_max]."""
     n = max(n_min, min(n_max, n))
@@ -512,25 +534,9 @@ def plan_judge_vs_humans(
         model = model.with_reference()
     if not model.judges:
         raise PlanningError("the model has no judge to plan for; pass reference=True (--reference) or a judge")
-    fast = _FastVerdicts(model, design, metric, margin, n_boot, confidence) if fast_path else None
-
-    def run_jvh(t: pd.DataFrame, boot_seed, B=n_boot):
-        hum = sorted(t.loc[t["rater_kind"] == "human", "rater"].unique())
-        return judge_vs_humans(t, hum, list(model.judges), design=design, metric=metric, margin=margin, n_boot=B,
-                               confidence=confidence, seed=boot_seed, categories=list(model.categories),
-                               accept_label_warnings=True)  # simulated labels are clean
-
-    def verdict(draw, k):
-        if fast is not None:
-            v = fast(*draw(codes=True), k)
-            if v is not NotImplemented:
-                return v
-        try:
-            tab = run_jvh(draw(), k).table
-        except (AgreementError, PanelError):
-            return None
-        j = tab[tab["role"] == "judge"].set_index("rater")["noninferior"].reindex(list(model.judges))
-        return j.fillna(False).astype(bool).to_numpy()
+    study = dict(design=design, metric=metric, margin=margin, n_boot=n_boot, confidence=confidence)
+    verdict = partial(_panel_verdicts, model=model, fast=_FastVerdicts(model, **study) if fast_path else None,
+                      **study)
 
     z = sps.norm.ppf(0.5 + confidence / 2) + sps.norm.ppf(power)
     settings = dict(margin=margin, power=power, design=design, metric=metric, n_sim=n_sim, n_boot=n_boot,
@@ -542,7 +548,7 @@ def plan_judge_vs_humans(
             P = _pool(model, n_physicians, r)
             # the expected Delta and its SE on one large panel: who can pass at all, and where to start
             big = simulate_panel(model, N_BIG, r, P, seed=[seed, r, P, 0, 10**9])
-            tab = run_jvh(big, seed, B=200).table
+            tab = _judge_vs_humans(big, model, seed, **dict(study, n_boot=200)).table
             tab = tab[tab["role"] == "judge"].set_index("rater").reindex(list(model.judges))
             why, starts = {}, []
             for j, name in enumerate(model.judges):
