@@ -16,6 +16,7 @@ from medeval_kit.pairwise import (
     unswap,
     win_rate,
 )
+from medeval_kit.pairwise.resolve import POLICIES
 
 
 def _j(rows, criterion="overall"):
@@ -222,3 +223,101 @@ def test_merge_judges_reversed_criterion_neither():
                         "verdict": ["A", "B"], "polarity": [-1, -1]})
     out = merge_judges(res, ("g", "c"), "neutral")
     assert out["verdict"].iloc[0] == "neither" and out["resolution"].iloc[0] == "inconsistent->neither"
+
+
+# --------------------------------------------------------------------------- against a plain-Python reference
+def _key(v):
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else v
+
+
+def _reference_majority(df: pd.DataFrame, reversed_criteria=()) -> dict:
+    """(item, judge, criterion, order) -> (verdict, n_repeats, n_ok, unanimous, no_majority, polarity), by the
+    docstring's rules, one row at a time. A call with a missing key takes part in no vote."""
+    groups: dict = {}
+    for r in df.itertuples(index=False):
+        k = tuple(_key(getattr(r, c)) for c in ("item", "judge", "criterion", "order"))
+        g = groups.setdefault(k, {"n": 0, "votes": {}, "n_ok": 0, "pol": -1 if r.criterion in reversed_criteria else 1})
+        g["n"] += 1
+        if _key(r.verdict) is not None and r.parse_status == "ok":
+            g["n_ok"] += 1
+            if None not in k:
+                g["votes"][r.verdict] = g["votes"].get(r.verdict, 0) + 1
+    out = {}
+    for k, g in groups.items():
+        votes, neutral, other = g["votes"], *(("neither", "tie") if g["pol"] < 0 else ("tie", "neither"))
+        top = [v for v, n in votes.items() if n == max(votes.values())]
+        verdict = top[0] if len(top) == 1 else neutral if neutral in top else other if other in top else None
+        unanimous = len(votes) == 1 if g["n_ok"] else None
+        out[k] = (verdict, g["n"], g["n_ok"], unanimous, len(top) > 1, g["pol"])
+    return out
+
+
+def _reference_resolution(maj: dict, policy: str) -> dict:
+    """(item, judge, criterion) -> (verdict_ab, verdict_ba, verdict, resolution, n_failed, missing_order)."""
+    out = {}
+    for k in sorted({k[:3] for k in maj if None not in k[:3]}, key=repr):
+        ab, ba = maj.get((*k, "AB")), maj.get((*k, "BA"))
+        v_ab, v_ba = ab[0] if ab else None, ba[0] if ba else None
+        pol = (ab or ba)[5]
+        n_failed = sum(m[1] - m[2] for m in (ab, ba) if m)
+        missing = ",".join(o for o, m in (("AB", ab), ("BA", ba)) if m is None)
+        label = ("neither" if pol < 0 else "tie") if policy == "neutral" else policy
+        if v_ab is None or v_ba is None:
+            no_majority = any(m and m[0] is None and m[2] > 0 for m in (ab, ba))
+            verdict, how = None, "no_majority" if no_majority else "failed"
+        elif v_ab == v_ba:
+            verdict, how = v_ab, "agree"
+        elif policy == "drop":
+            verdict, how = None, "dropped"
+        else:
+            verdict, how = label, f"inconsistent->{label}"
+        out[k] = (v_ab, v_ba, verdict, how, n_failed, missing)
+    return out
+
+
+def _random_judgments(seed: int) -> pd.DataFrame:
+    r = np.random.default_rng(seed)
+    items = [f"q{i}" for i in range(int(r.integers(1, 25)))]
+    if r.random() < 0.2:
+        items = list(range(len(items)))
+    n = int(r.integers(1, 200))
+    df = pd.DataFrame({
+        "item": r.choice(np.array(items, dtype=object), n), "judge": r.choice(["j1", "j2"], n),
+        "criterion": r.choice(["helpful", "harm"], n), "order": r.choice(["AB", "BA", "ab"], n),
+        "verdict": r.choice(np.array(["A", "B", "tie", "neither", None], dtype=object), n, p=[.3, .3, .15, .15, .1]),
+        "parse_status": r.choice(["ok", "ok", "ok", "failed"], n)})
+    if r.random() < 0.15:
+        df.loc[0, "item"] = None
+    return df
+
+
+def test_majority_and_order_resolution_equal_a_plain_python_reference():
+    """80 random tables (1-200 calls, repeats, ties, failed calls, a reversed criterion, a missing item):
+    majority_over_repeats and resolve_orders, vectorised, give what the docstrings' rules give row by row."""
+    seen = {"no_majority": 0, "agree": 0, "failed": 0, "inconsistent": 0, "missing_key": 0}
+    for seed in range(80):
+        df = _random_judgments(seed)
+        rev = ("harm",) if seed % 2 else ()
+        want = _reference_majority(df.assign(order=df["order"].str.upper()), rev)
+        got = majority_over_repeats(df.assign(order=df["order"].str.upper()), reversed_criteria=rev)
+        assert len(got) == len(want)
+        for r in got.itertuples(index=False):
+            k = tuple(_key(getattr(r, c)) for c in ("item", "judge", "criterion", "order"))
+            assert (r.verdict, r.n_repeats, r.n_ok, r.unanimous, r.no_majority, r.polarity) == want[k], (seed, k)
+            assert r.n_failed == r.n_repeats - r.n_ok
+        policy = POLICIES[seed % len(POLICIES)]
+        expected = _reference_resolution(want, policy)
+        out = resolve_orders(df, policy, reversed_criteria=rev)
+        assert len(out) == len(expected), seed
+        for r in out.itertuples(index=False):
+            k = (r.item, r.judge, r.criterion)
+            assert (r.verdict_ab, r.verdict_ba, r.verdict, r.resolution, r.n_failed, r.missing_order) == expected[k], \
+                (seed, k)
+            seen["no_majority"] += r.resolution == "no_majority"
+            seen["agree"] += r.resolution == "agree"
+            seen["failed"] += r.resolution == "failed"
+            seen["inconsistent"] += r.resolution in ("dropped", "inconsistent->tie", "inconsistent->neither")
+        seen["missing_key"] += bool(df["item"].isna().any())
+        assert list(out[["item", "judge", "criterion"]].itertuples(index=False, name=None)) == sorted(
+            out[["item", "judge", "criterion"]].itertuples(index=False, name=None))  # sorted like groupby
+    assert min(seen.values()) >= 10, seen
