@@ -367,29 +367,6 @@ def _browser(p):
 needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium is not installed (apt-get install chromium)")
 
 
-@needs_browser
-@pytest.mark.browser
-@pytest.mark.xdist_group("apps_agreement_app")
-@pytest.mark.parametrize("served", [ROOT / "notebooks" / "agreement_app.py"], indirect=True, ids=["agreement"])
-def test_agreement_app_updates_when_metric_changes(served, new_page):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page = new_page({"width": 1300, "height": 1600})
-    page.goto(served)
-    number = page.locator("#mean-pairwise")
-    number.wait_for(timeout=120_000)
-    before = number.inner_text()
-    page.get_by_role("combobox").filter(has_text="cohen_kappa").first.select_option("gwet_ac1")
-    page.wait_for_function(
-        "before => { const e = document.querySelector('#mean-pairwise'); return e && e.innerText !== before; }",
-        arg=before, timeout=120_000,
-    )
-    after = number.inner_text()
-    _settle(page)  # let the dependent figure cells re-render before the screenshot
-    page.screenshot(path=str(SHOTS / "agreement_app.png"), full_page=True)
-    assert before != after
-    assert float(before) == pytest.approx(0.577, abs=0.01)  # mean pairwise Cohen's kappa, PandaLM, 5 raters
-
-
 def _wait_text(page, element_id: str, expected: str, timeout: int = 120_000) -> None:
     """Wait until the element with this id shows exactly ``expected``."""
     page.wait_for_function(
@@ -411,21 +388,8 @@ def _problem(page, text: str) -> str:
     return box.inner_text()
 
 
-@needs_browser
-@pytest.mark.browser
-@pytest.mark.parametrize(
-    ("served", "number_id", "label"),
-    [pytest.param(ROOT / "notebooks" / "rounds_app.py", "final-total", "item", id="rounds",
-                  marks=pytest.mark.xdist_group("apps_rounds_app")),
-     pytest.param(ROOT / "notebooks" / "judgments_app.py", "n-flips", "bundled data (used when no file is uploaded)",
-                  id="judgments", marks=pytest.mark.xdist_group("apps_judgments_app"))],
-    indirect=["served"],
-)
-def test_app_number_changes_with_a_dropdown(served, number_id, label, new_page):
-    """Pick other options of the labelled dropdown, in order, until the displayed number changes."""
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page = new_page({"width": 1300, "height": 1400})
-    page.goto(served)
+def _number_changes_with_a_dropdown(page, number_id: str, label: str) -> None:
+    """Pick other options of the labelled dropdown, in order, until the number with this id changes."""
     number = page.locator(f"#{number_id}")
     number.wait_for(timeout=120_000)
     before = number.inner_text()
@@ -449,13 +413,17 @@ def test_app_number_changes_with_a_dropdown(served, number_id, label, new_page):
     assert changed and before != after, f"#{number_id} stayed {before!r} for every option of {label!r} tried"
 
 
+# One page per app walks through the bundled data and then an upload: each page is a marimo session of its own
+# (a kernel process that imports the toolkit and runs every cell) and a page load in chromium.
 @needs_browser
 @pytest.mark.browser
 @pytest.mark.xdist_group("apps_agreement_app")
 @pytest.mark.parametrize("served", [ROOT / "notebooks" / "agreement_app.py"], indirect=True, ids=["agreement"])
-def test_agreement_app_takes_an_upload_and_its_column_mapping(served, tmp_path, new_page):
-    """Upload a CSV whose rater column has an unknown name: the app asks for it; once mapped, the numbers are
-    the file's, and the metric dropdown changes them."""
+def test_agreement_app_changes_with_the_metric_then_takes_an_upload_and_its_column_mapping(served, tmp_path,
+                                                                                           new_page):
+    """The bundled PandaLM panel's mean pairwise kappa changes with the metric. Then a CSV whose rater column has
+    an unknown name: the app asks for it; once mapped, the numbers are the file's, and the metric dropdown changes
+    them."""
     path = tmp_path / "my_labels.csv"
     t = _labels_table()
     t.to_csv(path, index=False)
@@ -467,14 +435,28 @@ def test_agreement_app_takes_an_upload_and_its_column_mapping(served, tmp_path, 
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = new_page({"width": 1300, "height": 1600})
     page.goto(served)
-    page.locator("#mean-pairwise").wait_for(timeout=120_000)
+    number = page.locator("#mean-pairwise")
+    number.wait_for(timeout=120_000)
+    bundled = number.inner_text()
+    assert float(bundled) == pytest.approx(0.577, abs=0.01)  # mean pairwise Cohen's kappa, PandaLM, 5 raters
+    metric = page.get_by_label("metric", exact=True)
+    metric.select_option("gwet_ac1")
+    page.wait_for_function(
+        "before => { const e = document.querySelector('#mean-pairwise'); return e && e.innerText !== before; }",
+        arg=bundled, timeout=120_000,
+    )
+    _settle(page)  # let the dependent figure cells re-render before the screenshot
+    page.screenshot(path=str(SHOTS / "agreement_app.png"), full_page=True)
+
     _upload(page, path)
     problem = _problem(page, "no column is chosen for 'rater'")
     page.get_by_label("rater column", exact=True).select_option("who")
     _wait_text(page, "n-pairs", "6")  # 4 raters
-    _wait_text(page, "mean-pairwise", want["cohen_kappa"])
-    page.get_by_label("metric", exact=True).select_option("gwet_ac1")
-    _wait_text(page, "mean-pairwise", want["gwet_ac1"])
+    chosen = metric.input_value()  # the metric picked before the upload, unless the upload reset it
+    _wait_text(page, "mean-pairwise", want[chosen])
+    other = "cohen_kappa" if chosen == "gwet_ac1" else "gwet_ac1"
+    metric.select_option(other)
+    _wait_text(page, "mean-pairwise", want[other])
     _settle(page)  # let the figures re-render before the screenshot
     page.screenshot(path=str(SHOTS / "agreement_app_upload.png"), full_page=True)
     assert problem.startswith("my_labels.csv: ") and "'who'" in problem  # names the file and offers the columns
@@ -484,15 +466,16 @@ def test_agreement_app_takes_an_upload_and_its_column_mapping(served, tmp_path, 
 @pytest.mark.browser
 @pytest.mark.xdist_group("apps_judgments_app")
 @pytest.mark.parametrize("served", [ROOT / "notebooks" / "judgments_app.py"], indirect=True, ids=["judgments"])
-def test_judgments_app_takes_an_upload_and_filters_the_flips(served, tmp_path, new_page):
-    """Upload judgments whose columns are guessed (pair_id, judge_model, order, winner): 3 of 6 pairs flip;
-    ticking 'only position flips' shows those 3."""
+def test_judgments_app_changes_with_the_bundled_data_then_takes_an_upload_and_filters_the_flips(served, tmp_path,
+                                                                                                new_page):
+    """The number of flips changes with the bundled dataset. Then judgments whose columns are guessed (pair_id,
+    judge_model, order, winner): 3 of 6 pairs flip; ticking 'only position flips' shows those 3."""
     path = tmp_path / "my_judgments.csv"
     _judgments_table().to_csv(path, index=False)
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = new_page({"width": 1300, "height": 1600})
     page.goto(served)
-    page.locator("#n-flips").wait_for(timeout=120_000)
+    _number_changes_with_a_dropdown(page, "n-flips", "bundled data (used when no file is uploaded)")
     _upload(page, path)
     _wait_text(page, "n-flips", "3")
     _wait_text(page, "n-shown", "6")
@@ -506,9 +489,10 @@ def test_judgments_app_takes_an_upload_and_filters_the_flips(served, tmp_path, n
 @pytest.mark.browser
 @pytest.mark.xdist_group("apps_rounds_app")
 @pytest.mark.parametrize("served", [ROOT / "notebooks" / "rounds_app.py"], indirect=True, ids=["rounds"])
-def test_rounds_app_reports_a_bad_file_then_takes_a_good_one_and_its_slider(served, tmp_path, new_page):
-    """A rounds file with a round 'two' gets a message naming the file, the column and the row; the good file
-    shows its totals, and the threshold slider moves the round a stopping rule stops at."""
+def test_rounds_app_changes_with_the_item_then_reports_a_bad_file_and_takes_a_good_one(served, tmp_path, new_page):
+    """The final total changes with the item picked. Then a rounds file with a round 'two' gets a message naming
+    the file, the column and the row; the good file shows its totals, and the threshold slider moves the round a
+    stopping rule stops at."""
     bad, good = tmp_path / "bad_rounds.csv", tmp_path / "my_rounds.csv"
     t = _rounds_table()
     t.astype({"iteration": object}).assign(iteration=lambda d: d["iteration"].where(d.index != 4, "two")).to_csv(
@@ -517,7 +501,7 @@ def test_rounds_app_reports_a_bad_file_then_takes_a_good_one_and_its_slider(serv
     SHOTS.mkdir(parents=True, exist_ok=True)
     page = new_page({"width": 1300, "height": 1600})
     page.goto(served)
-    page.locator("#final-total").wait_for(timeout=120_000)
+    _number_changes_with_a_dropdown(page, "final-total", "item")
     _upload(page, bad)
     problem = _problem(page, "expected whole numbers")
     _upload(page, good)
