@@ -260,15 +260,15 @@ def resolve_orders(
     out["n_failed"] = np.bincount(gid, weights=maj["n_failed"].to_numpy(), minlength=n_groups).astype(np.int64)
     out["polarity"] = maj["polarity"].to_numpy()[first]
     verdicts, n_ok_calls = maj[verdict].to_numpy(dtype=object), maj["n_ok"].to_numpy()
-    by_order = {}
-    for o in ORDERS:
+
+    def per_order(o: str) -> tuple[pd.Series, np.ndarray, np.ndarray]:
+        """Each group's majority verdict in order ``o`` (None when absent), whether it has the order, its ok calls."""
         rows = (maj[order] == o).to_numpy()
-        v = np.full(n_groups, None, dtype=object)
-        v[gid[rows]] = verdicts[rows]
-        has, n_ok = np.zeros(n_groups, dtype=bool), np.zeros(n_groups, dtype=np.int64)
-        has[gid[rows]], n_ok[gid[rows]] = True, n_ok_calls[rows]
-        by_order[o] = (pd.Series(v, dtype=object), has, n_ok)
-    (v_ab, has_ab, n_ok_ab), (v_ba, has_ba, n_ok_ba) = by_order["AB"], by_order["BA"]
+        v, has, n_ok = np.full(n_groups, None, dtype=object), np.zeros(n_groups, bool), np.zeros(n_groups, np.int64)
+        v[gid[rows]], has[gid[rows]], n_ok[gid[rows]] = verdicts[rows], True, n_ok_calls[rows]
+        return pd.Series(v, dtype=object), has, n_ok
+
+    (v_ab, has_ab, n_ok_ab), (v_ba, has_ba, n_ok_ba) = (per_order(o) for o in ORDERS)
     pres = np.column_stack([has_ab, has_ba])
     failed = v_ab.isna() | v_ba.isna()
     # an order with parsed repeats but no majority is "no_majority", not a parse failure
