@@ -18,7 +18,7 @@ rounds         score of one aspect of one component in one refinement round of o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -312,6 +312,15 @@ def validate(
     >>> validate(a, "annotations", categories={"label": ["A", "B"]}).shape
     (1, 5)
     """
+    return _validate(df, table, source=source, categories=categories)
+
+
+def _validate(df: pd.DataFrame, table: str, *, source: str | None = None,
+              categories: Mapping[str, Iterable] | None = None,
+              columns: Mapping[str, pd.Series] | None = None) -> pd.DataFrame:
+    """:func:`validate`; ``columns`` (name -> the Series that is that column of ``df``), when the caller built
+    ``df`` from them, saves looking each column up again (a reader validates thousands of small tables)."""
+    column = df.__getitem__ if columns is None else columns.__getitem__
     if table not in SCHEMAS:
         raise ValueError(f"Unknown table {table!r}; choose one of {sorted(SCHEMAS)}.")
     schema = SCHEMAS[table]
@@ -326,18 +335,19 @@ def validate(
     if len(df) == 0:
         raise SchemaError(table, None, [], "the table is empty (0 rows)", source)
 
+    has = df.columns.__contains__ if columns is None else columns.__contains__
     present = {}
     for col in schema.columns:
-        if col.name not in df.columns:
+        if not has(col.name):
             continue
-        s = df[col.name]
+        s = column(col.name)
         notna = present[col.name] = np.asarray(pd.notna(s.array), dtype=bool)
         if not col.nullable:
-            bad = _rows(df, ~notna)
+            bad = _rows(~notna)
             if bad:
                 raise SchemaError(table, col.name, bad, "missing values are not allowed", source)
         mask = _kind_ok(s, notna, col.kind)
-        bad = _rows(df, ~mask)
+        bad = _rows(~mask)
         if bad:
             raise SchemaError(
                 table, col.name, bad,
@@ -350,17 +360,17 @@ def validate(
             hint = "" if col.registry is None else (
                 f" (the {plugins.GROUPS[col.registry]}s registered now, plugins of entry-point group "
                 f"{col.registry!r} included)")
-            _check_allowed(df, table, col.name, allowed, source, hint)
+            _check_allowed(s, table, col.name, allowed, source, hint)
 
     for name, allowed in (categories or {}).items():
-        if name not in df.columns:
+        if not has(name):
             raise SchemaError(table, name, [], "declared categories for a column that is absent", source)
-        _check_allowed(df, table, name, tuple(allowed), source)
+        _check_allowed(column(name), table, name, tuple(allowed), source)
 
-    if _unique_keys(df, schema.key, present):
+    if _unique_keys(df, schema.key, present, column):
         return df
     dup = df.duplicated(list(schema.key), keep=False)
-    bad = _rows(df, dup)
+    bad = _rows(dup)
     if bad:
         raise SchemaError(
             table, ",".join(schema.key), bad,
@@ -372,7 +382,8 @@ def validate(
 _SET_CHECK_ROWS = 10_000
 
 
-def _unique_keys(df: pd.DataFrame, key: Sequence[str], notna: Mapping[str, np.ndarray]) -> bool:
+def _unique_keys(df: pd.DataFrame, key: Sequence[str], notna: Mapping[str, np.ndarray],
+                 column: Callable[[str], pd.Series]) -> bool:
     """True when every key occurs once, checked with a set of tuples: a fraction of ``df.duplicated``'s time on
     the small tables readers validate. False means "look closer": a large table (a set of tuples costs far more
     memory than ``duplicated``'s integer codes), a key with a missing value (NaN is not equal to itself in a set,
@@ -380,16 +391,24 @@ def _unique_keys(df: pd.DataFrame, key: Sequence[str], notna: Mapping[str, np.nd
     if len(df) > _SET_CHECK_ROWS or not all(k in notna and notna[k].all() for k in key):
         return False
     try:
-        return len(set(zip(*(df[k].tolist() for k in key)))) == len(df)
+        return len(set(zip(*(column(k).tolist() for k in key)))) == len(df)
     except TypeError:  # an unhashable value (a list in a cell): duplicated decides
         return False
 
 
-def _check_allowed(df: pd.DataFrame, table: str, name: str, allowed: Sequence, source: str | None,
+def _check_allowed(s: pd.Series, table: str, name: str, allowed: Sequence, source: str | None,
                    hint: str = "") -> None:
-    s = df[name]
-    bad_mask = s.notna() & ~s.isin(list(allowed))
-    bad = _rows(df, bad_mask)
+    bad_mask = None
+    if len(s) <= _SET_CHECK_ROWS:  # a set of the allowed values: a fraction of isin's time on a small table
+        values = s.to_numpy(dtype=object)
+        try:
+            ok = set(allowed)
+            bad_mask = np.fromiter((v not in ok for v in values), dtype=bool, count=len(values)) & ~pd.isna(values)
+        except TypeError:  # an unhashable cell or allowed value: isin decides
+            pass
+    if bad_mask is None:
+        bad_mask = np.asarray(s.notna() & ~s.isin(list(allowed)), dtype=bool)
+    bad = _rows(bad_mask)
     if bad:
         unknown = sorted({str(v) for v in s[bad_mask]})[:5]
         raise SchemaError(
@@ -397,6 +416,6 @@ def _check_allowed(df: pd.DataFrame, table: str, name: str, allowed: Sequence, s
         )
 
 
-def _rows(df: pd.DataFrame, mask: pd.Series) -> list:
+def _rows(mask: pd.Series | np.ndarray) -> list:
     """Positional row numbers (0-based, as in the file after its header) where mask is True."""
     return [int(i) for i in np.flatnonzero(np.asarray(mask, dtype=bool))]

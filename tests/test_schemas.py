@@ -139,3 +139,61 @@ def test_a_large_table_is_checked_by_duplicated_and_names_the_rows():
     with pytest.raises(SchemaError, match="duplicate keys") as exc:
         validate(df, "annotations")
     assert exc.value.rows == [7, n - 1]
+
+
+def test_the_allowed_values_check_agrees_with_isin_on_random_columns(monkeypatch):
+    """Up to 10,000 rows the allowed values are checked with a set; it must find the same rows and values as
+    ``Series.isin`` (the check on larger tables): numbers equal across types (1 == 1.0 == True), every kind of
+    missing value skipped, an unhashable cell an unknown value."""
+    from medeval_kit import schemas
+
+    rng = np.random.default_rng(11)
+    pool = ["A", "B", "tie", "a", 1, 1.0, True, 0, False, 2.5, None, np.nan, pd.NA, ["A"], ("A",)]
+    allowed_pool = ["A", "B", "tie", 1, 0.0, 2.5, ("A",)]
+
+    def outcome(s, allowed):
+        try:
+            schemas._check_allowed(s, "judgments", "verdict", allowed, None)
+            return None
+        except SchemaError as exc:
+            return exc.rows, str(exc)
+
+    seen = {"ok": 0, "bad": 0}
+    for _ in range(400):
+        n = int(rng.integers(1, 9))
+        values = [pool[i] for i in rng.integers(0, len(pool), n)]
+        s = pd.Series(values, dtype=object) if rng.random() < 0.7 else pd.Series(
+            [v if isinstance(v, str) else None for v in values], dtype="str")
+        allowed = tuple(allowed_pool[i] for i in rng.choice(len(allowed_pool), int(rng.integers(1, 5)), replace=False))
+        small = outcome(s, allowed)
+        with monkeypatch.context() as m:
+            m.setattr(schemas, "_SET_CHECK_ROWS", 0)
+            large = outcome(s, allowed)
+        assert small == large, (values, allowed)
+        seen["ok" if small is None else "bad"] += 1
+    assert min(seen.values()) > 50, seen
+
+
+def test_a_readers_table_is_validated_as_validate_would():
+    """Readers pass the columns they built the table from (no lookup per column): the same errors, rows and
+    table as ``validate`` on the finished DataFrame."""
+    from medeval_kit.schemas import _validate
+
+    base = {"item": ["1", "2", "2"], "rater": ["a", "a", "a"], "rater_kind": ["human", "human", "llm"],
+            "criterion": ["overall"] * 3, "label": ["A", "B", "C"]}
+    cases = [base, {**base, "rater_kind": ["human", "robot", "llm"]}, {**base, "item": ["1", "1", "2"],
+             "rater_kind": ["human"] * 3}, {**base, "label": [None, "B", "A"]}, {k: v for k, v in base.items()
+             if k != "rater"}, {**base, "item": [1, 2, 3]}]
+    for cols in cases:
+        for categories in (None, {"label": ["A", "B"]}):
+            index = pd.RangeIndex(3)
+            data = {k: pd.Series(v, index=index, dtype=object) for k, v in cols.items()}
+            df = pd.DataFrame(data, index=index, copy=False)
+            results = []
+            for call in (lambda: validate(df, "annotations", categories=categories),
+                         lambda: _validate(df, "annotations", categories=categories, columns=data)):
+                try:
+                    results.append(("ok", call() is df))
+                except SchemaError as exc:
+                    results.append(("error", exc.column, exc.rows, str(exc)))
+            assert results[0] == results[1], (cols, categories, results)

@@ -27,7 +27,7 @@ from medeval_kit.readers._limits import (
     parse_json,
     read_file_bounded,
 )
-from medeval_kit.schemas import SCHEMAS, validate
+from medeval_kit.schemas import SCHEMAS, _validate
 
 __all__ = ["ReaderError", "ReadResult", "Tally", "stable_id", "load_json", "load_records", "iter_records", "need_int",
            "TABLES"]
@@ -333,10 +333,11 @@ def _record_columns(rows: list[dict]) -> dict[str, list]:
     return {k: [r.get(k, nan) for r in rows] for k in keys}
 
 
-def _typed_column(values: list | pd.Series, kind: str | None) -> pd.Series:
+def _typed_column(values: list | pd.Series, kind: str | None, index: pd.Index) -> pd.Series:
     """One column as the schema's ``kind`` wants it: text as Python objects with None where missing (no string
     dtype is inferred: that would copy every string, and text cells stay objects), ``int`` as int64, ``float`` as
-    float64 (what is not a number becomes NaN), anything else as pandas infers it."""
+    float64 (what is not a number becomes NaN), anything else as pandas infers it. Every column of a table gets
+    the same ``index`` object, so building the DataFrame aligns nothing."""
     if kind in ("str", "label"):
         shared = isinstance(values, pd.Series)  # its array may be the caller's: copied before it is changed
         # fromiter, not v[:] = values: a cell holding a list stays one object
@@ -346,12 +347,12 @@ def _typed_column(values: list | pd.Series, kind: str | None) -> pd.Series:
             if shared:
                 v = v.copy()
             v[na] = None
-        return pd.Series(v, dtype=object, copy=False)
-    s = pd.Series(values.array, copy=False) if isinstance(values, pd.Series) else pd.Series(values)
+        return pd.Series(v, index=index, dtype=object, copy=False)
+    s = pd.Series(values.array if isinstance(values, pd.Series) else values, index=index, copy=False)
     if kind == "int":
-        return pd.Series(s.astype(np.int64).to_numpy(), copy=False)
+        return pd.Series(s.astype(np.int64).to_numpy(), index=index, copy=False)
     if kind == "float":
-        return pd.Series(pd.to_numeric(s, errors="coerce").astype(float).to_numpy(), copy=False)
+        return pd.Series(pd.to_numeric(s, errors="coerce").astype(float).to_numpy(), index=index, copy=False)
     return s
 
 
@@ -407,11 +408,12 @@ class Tally:
         # Built once from converted columns: a DataFrame of the raw rows first, then a converted copy, cost twice
         # as much on the small tables most files give. Each list is let go once converted (a streamed file's
         # columns are most of the reader's memory).
+        index = pd.RangeIndex(len(cols[order[0]]))
         data = {}
         for name in order:
-            data[name] = _typed_column(cols.pop(name), "label" if name == "label" else kinds.get(name))
-        df = pd.DataFrame(data, copy=False)
-        return validate(df, table, source=self.source, categories=categories)
+            data[name] = _typed_column(cols.pop(name), "label" if name == "label" else kinds.get(name), index)
+        df = pd.DataFrame(data, index=index, copy=False)
+        return _validate(df, table, source=self.source, categories=categories, columns=data)
 
     def result(self, primary: str, reader: str = "", **tables: pd.DataFrame | None) -> ReadResult:
         dropped = tuple((r, int(n), w) for r, (n, w) in self._drops.items())
