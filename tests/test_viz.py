@@ -285,3 +285,43 @@ def test_agreement_report_to_forest_end_to_end():
     jv = ag.judge_vs_humans(df, humans=["h1", "h2"], n_boot=50)
     fig = viz.plot_forest(jv.to_frame())
     assert fig.axes[0].get_xlabel().startswith("Cohen's κ")
+
+
+def _many_pairs(n_raters: int) -> pd.DataFrame:
+    import itertools
+
+    rng = np.random.default_rng(n_raters)
+    pairs = list(itertools.combinations([f"physician{i}" for i in range(1, n_raters + 1)], 2))
+    est = rng.uniform(-0.2, 0.9, len(pairs)).round(2)
+    return pd.DataFrame({"rater_a": [a for a, _ in pairs], "rater_b": [b for _, b in pairs], "metric": "cohen_kappa",
+                         "estimate": est, "ci_low": est - 0.11, "ci_high": est + 0.12, "ci_method": "bootstrap",
+                         "n_items": 80})
+
+
+@pytest.mark.parametrize("width", ["single", "double"])
+def test_heatmap_cell_texts_never_overlap_and_say_what_is_left_out(width):
+    """With many raters the CI, then the estimate, no longer fit in a cell: each cell shows only what fits (no text
+    overlaps another or leaves its cell) and the footnote sends the reader to the table (18 raters, as in the
+    printed synthetic panel, once overlapped unreadably)."""
+    import matplotlib.pyplot as plt
+
+    shown = set()
+    for n_raters in (3, 6, 9, 12, 18, 30):
+        fig = viz.plot_kappa_heatmap(_many_pairs(n_raters), width=width)
+        ax = fig.axes[0]
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        boxes = [t.get_window_extent(r) for t in ax.texts]
+        cell = ax.transData.transform((1, 0))[0] - ax.transData.transform((0, 0))[0]  # a cell's width, in pixels
+        assert all(b.width < cell and b.height < cell for b in boxes), (n_raters, width)
+        assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:]), (n_raters, width)
+        lines = {len(t.get_text().split("\n")) for t in ax.texts} or {0}
+        assert len(lines) == 1, lines  # every cell shows the same
+        (n,) = lines
+        shown.add(n)
+        foot = ax.get_xlabel()
+        assert ("too small for the CIs" in foot) == (n == 1) and ("too small for the numbers" in foot) == (n == 0)
+        assert ax.get_title().endswith("(95% CI)") == (n == 2)
+        assert len(ax.texts) == (n_raters * (n_raters - 1) if n else 0)
+        plt.close(fig)
+    assert 2 in shown and 0 in shown, shown

@@ -55,24 +55,46 @@ def metric_label(metric: str) -> str:
     return f"{text} {rest}" if rest else text
 
 
-def _heat_cells(pairs: pd.DataFrame, raters: list) -> tuple[np.ndarray, list[list[str]], list[str]]:
-    """Symmetric estimate matrix, the cell texts (estimate and CI, or "no CI") and why cells have no CI."""
+def _heat_cells(pairs: pd.DataFrame, raters: list) -> tuple[np.ndarray, list[list[list[str]]], list[str]]:
+    """Symmetric estimate matrix, each cell's text lines (estimate, then CI or "no CI") and why cells have no CI."""
     R = len(raters)
     M = np.full((R, R), np.nan)
-    txt = [["" for _ in range(R)] for _ in range(R)]
+    lines: list[list[list[str]]] = [[[] for _ in range(R)] for _ in range(R)]
     nan = pd.Series(np.nan, index=pairs.index)
     why = no_interval_reasons(pairs["estimate"], pairs.get("ci_low", nan), pairs.get("ci_high", nan),
                               pairs["n_items"] if "n_items" in pairs else None)
     for (_, r), w in zip(pairs.iterrows(), why):
         i, j = raters.index(r["rater_a"]), raters.index(r["rater_b"])
         M[i, j] = M[j, i] = r["estimate"]
-        s = "NaN" if pd.isna(r["estimate"]) else fixed(r['estimate'], 2)
+        cell = ["NaN" if pd.isna(r["estimate"]) else fixed(r['estimate'], 2)]
         if w:
-            s += "\nno CI"
+            cell.append("no CI")
         elif pd.notna(r["estimate"]):
-            s += f"\n[{fixed(r['ci_low'], 2)}, {fixed(r['ci_high'], 2)}]"
-        txt[i][j] = txt[j][i] = s
-    return M, txt, [w for w in why if w]
+            cell.append(f"[{fixed(r['ci_low'], 2)}, {fixed(r['ci_high'], 2)}]")
+        lines[i][j] = lines[j][i] = cell
+    return M, lines, [w for w in why if w]
+
+
+CELL_FONT_PT = 5.0
+"""Font size of the heatmap's cell texts, in points."""
+
+
+def _cell_lines_shown(lines: list[list[list[str]]], cell_pt: float) -> int:
+    """How many text lines every cell of a ``cell_pt`` square shows: 2 (estimate and CI), 1 (the estimate) or 0,
+    the most at which the widest text and the lines' height fit in 90% of the cell (measured with the font's
+    metrics, so the same on every machine)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    prop = FontProperties(size=CELL_FONT_PT)
+    room = 0.9 * cell_pt
+    for n in (2, 1):
+        texts = {t for row in lines for cell in row for t in cell[:n]}
+        widest = max((text_to_path.get_text_width_height_descent(t, prop, ismath=False)[0] for t in texts),
+                     default=0.0)
+        if widest <= room and n * 1.2 * CELL_FONT_PT <= room:
+            return n
+    return 0
 
 
 def _hidden_note(pairs: pd.DataFrame) -> str:
@@ -87,6 +109,9 @@ def _hidden_note(pairs: pd.DataFrame) -> str:
 @shared_docs
 def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = None, width="single", ax=None):
     """Heatmap of a :func:`~medeval_kit.agreement.pairwise_matrix` table; cells show estimate and CI.
+
+    A cell shows what fits in it: the estimate and its CI; with many raters, the estimate only; with more, the
+    colour only. The footnote then says the numbers are in the table, and the title drops "(95% CI)".
 
     Parameters
     ----------
@@ -104,26 +129,33 @@ def plot_kappa_heatmap(pairs: pd.DataFrame, *, order=None, title: str | None = N
     {figure}
     """
     raters = order or list(dict.fromkeys(list(pairs["rater_a"]) + list(pairs["rater_b"])))
-    M, txt, why = _heat_cells(pairs, raters)
+    M, lines, why = _heat_cells(pairs, raters)
     R = len(raters)
     with paper_style():
         fig, ax = _axes(ax, width, aspect=0.85)
         im = ax.imshow(M, vmin=min(0.0, np.nanmin(M) if np.isfinite(M).any() else 0.0), vmax=1.0, cmap="viridis")
-        hidden = _hidden_note(pairs)
-        for i in range(R):
-            for j in range(R):
-                if txt[i][j]:
-                    v = M[i, j]
-                    ax.text(j, i, txt[i][j], ha="center", va="center", fontsize=5,
-                            color="black" if np.isfinite(v) and v > 0.6 else "white")
-                elif hidden and i != j:
-                    ax.text(j, i, "hidden", ha="center", va="center", fontsize=5, color="0.5")
         ax.set_xticks(range(R), raters, rotation=45, ha="right")
         ax.set_yticks(range(R), raters)
         metric = metric_label(pairs["metric"].iloc[0] if len(pairs) else "estimate")
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04, label=metric)
-        ax.set_title(title or f"{metric} per rater pair (95% CI)")
-        foot = ([f"no CI: {'; '.join(sorted(set(why)))}"] if why else []) + ([f"hidden: {hidden}"] if hidden else [])
+        ax.apply_aspect()  # the axes' final box: each cell's size decides what its text can show
+        box = ax.get_position()
+        cell_pt = 72 * min(box.width * fig.get_figwidth(), box.height * fig.get_figheight()) / max(R, 1)
+        shown = _cell_lines_shown(lines, cell_pt)
+        hidden = _hidden_note(pairs)
+        for i in range(R):
+            for j in range(R):
+                if lines[i][j] and shown:
+                    v = M[i, j]
+                    ax.text(j, i, "\n".join(lines[i][j][:shown]), ha="center", va="center", fontsize=CELL_FONT_PT,
+                            color="black" if np.isfinite(v) and v > 0.6 else "white")
+                elif hidden and i != j and not lines[i][j] and shown:
+                    ax.text(j, i, "hidden", ha="center", va="center", fontsize=CELL_FONT_PT, color="0.5")
+        ax.set_title(title or f"{metric} per rater pair" + (" (95% CI)" if shown == 2 else ""))
+        small = {1: "the cells are too small for the CIs: they are in the table",
+                 0: "the cells are too small for the numbers: they are in the table"}.get(shown)
+        foot = ([f"no CI: {'; '.join(sorted(set(why)))}"] if why and shown == 2 else []) + (
+            [f"hidden: {hidden}"] if hidden else []) + ([small] if small else [])
         if foot:
             ax.set_xlabel("\n".join(foot))
         for s in ax.spines.values():
