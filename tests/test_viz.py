@@ -325,3 +325,32 @@ def test_heatmap_cell_texts_never_overlap_and_say_what_is_left_out(width):
         assert len(ax.texts) == (n_raters * (n_raters - 1) if n else 0)
         plt.close(fig)
     assert 2 in shown and 0 in shown, shown
+
+
+def test_a_delta_forest_without_any_delta_says_why_instead_of_empty_axes():
+    """One human rater: no design gives a Δ (the committed medqg_table19 figure was a bare axis)."""
+    table = pd.DataFrame({"role": ["humans", "judge", "judge"], "rater": ["humans", "gpt-4o", "gpt-4"],
+                          "design": ["loo", "medqade", "medqade"], "metric": "percent_agreement",
+                          "estimate": [np.nan, 0.22, 0.46], "delta": np.nan, "delta_ci_low": np.nan,
+                          "delta_ci_high": np.nan, "margin": 0.05, "n_items": [0, 23, 26],
+                          "note": ["design not applicable: this design needs at least 2 human raters; got ['x']",
+                                   "MedQADE design with one reference rater (x): no human ceiling",
+                                   "MedQADE design with one reference rater (x): no human ceiling"]})
+    fig = viz.plot_delta_forest(table, title="t")
+    (ax,) = fig.axes
+    text = " ".join(t.get_text() for t in ax.texts).replace("\n", " ")
+    assert text.startswith("No judge has a Δ:") and "needs at least 2 human raters" in text
+    assert "no human ceiling" in text and not ax.axison and ax.get_title() == "t"
+    drawn = viz.plot_delta_forest(table.assign(delta=[np.nan, -0.02, 0.01], delta_ci_low=[np.nan, -0.1, -0.05],
+                                               delta_ci_high=[np.nan, 0.06, 0.07]))
+    assert drawn.axes[0].axison and not drawn.axes[0].texts
+
+
+def test_cloze_accuracy_shows_an_estimate_of_zero_and_every_count():
+    acc = pd.DataFrame({"match": ["exact_match", "normalized_match"], "estimate": [0.0, 0.25], "ci_low": [0.0, 0.05],
+                        "ci_high": [0.49, 0.7], "ci_method": "Wilson", "n_items": 4})
+    ax = viz.plot_cloze_accuracy(acc).axes[0]
+    assert [t.get_text() for t in ax.texts] == ["0.00 (0/4)", "0.25 (1/4)"]
+    (points,) = [line for line in ax.lines if line.get_marker() == "o"]
+    assert list(points.get_ydata()) == [0.0, 0.25] and not points.get_clip_on()
+    assert ax.get_ylim() == (0.0, 1.1)

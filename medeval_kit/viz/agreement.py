@@ -257,12 +257,27 @@ def plot_ensembles(table: pd.DataFrame, metric: str = "cohen_kappa", *, title: s
     return fig
 
 
+def _withheld(table: pd.DataFrame, ax, width, title: str, headline: str):
+    """A figure that says why there is nothing to draw: ``headline`` and the table's notes, in the axes."""
+    import textwrap
+
+    notes = [str(n) for n in dict.fromkeys(table.get("note", pd.Series(dtype=object)).dropna()) if str(n)]
+    with paper_style():
+        fig, ax = _axes(ax, width, aspect=0.45)
+        body = "\n".join(textwrap.fill(n, 70) for n in notes[:4]) or "the table has no rows"
+        ax.text(0.5, 0.5, f"{headline}:\n{body}", ha="center", va="center", fontsize=7, transform=ax.transAxes)
+        ax.set_axis_off()
+        ax.set_title(title)
+    return fig
+
+
 @shared_docs
 def plot_delta_forest(table: pd.DataFrame, *, title: str | None = None, width="single", ax=None):
     """Forest plot of Δ = judge − humans with its paired-bootstrap CI, one marker style per design.
 
     Takes :func:`~medeval_kit.agreement.compare_designs` (or one :func:`judge_vs_humans` table);
-    the dashed line is the non-inferiority margin −``margin``. Judges without a Δ are left out.
+    the dashed line is the non-inferiority margin −``margin``. Judges without a Δ are left out; when no judge has
+    one, the figure says why (the table's notes, e.g. a design that needs two humans) instead of empty axes.
 
     Parameters
     ----------
@@ -281,6 +296,8 @@ def plot_delta_forest(table: pd.DataFrame, *, title: str | None = None, width="s
     designs = list(dict.fromkeys(j["design"]))
     judges = list(dict.fromkeys(j["rater"]))
     markers = ["o", "s", "D", "^"]
+    if not len(j):
+        return _withheld(table, ax, width, title or "Can the judge replace the humans?", "No judge has a Δ")
     with paper_style():
         fig, ax = _axes(ax, width, aspect=0.2 + 0.08 * max(len(judges), 1) * max(len(designs), 1))
         step = 0.6 / max(len(designs), 1)

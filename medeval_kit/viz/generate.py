@@ -9,7 +9,7 @@ import pandas as pd
 
 from medeval_kit.docstrings import shared_docs
 
-from .figures import figure
+from .figures import figure, fixed
 from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["plot_rounds", "plot_quality", "plot_grounded_letter_balance", "plot_cloze_accuracy", "plot_stage0_overlap",
@@ -130,6 +130,9 @@ def plot_grounded_letter_balance(balance: pd.DataFrame, *, by: str = "generator"
 def plot_cloze_accuracy(acc: pd.DataFrame, *, x: str = "match", ax=None):
     """Cloze accuracy (``estimate`` with its CI) per value of ``x`` as bars, n and CI method in the label.
 
+    Each bar carries its value and count ("0.25 (1/4)") and a point at the estimate, so a bar of height 0 is
+    still seen; the y axis spans [0, 1.1] (accuracy, plus room for the labels).
+
     Parameters
     ----------
     acc : DataFrame
@@ -144,13 +147,23 @@ def plot_cloze_accuracy(acc: pd.DataFrame, *, x: str = "match", ax=None):
     """
     fig, ax = _axes(ax)
     est = acc["estimate"].to_numpy(float)
+    n = acc["n_items"].to_numpy(float)
     why = no_interval_reasons(est, acc["ci_low"], acc["ci_high"], acc["n_items"])
     ok = why == ""
-    err = np.abs(np.vstack([est - acc["ci_low"].to_numpy(float), acc["ci_high"].to_numpy(float) - est]))
+    high = acc["ci_high"].to_numpy(float)
+    err = np.abs(np.vstack([est - acc["ci_low"].to_numpy(float), high - est]))
     err[:, ~ok] = np.nan  # no bar where there is no interval; the footnote says why
-    ax.bar([str(v) for v in acc[x]], est, yerr=err)
-    for i in np.flatnonzero(~ok & np.isfinite(est)):
-        ax.annotate("no CI", (i, est[i]), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=6)
+    xs = np.arange(len(acc))
+    ax.bar(xs, est, yerr=err, color="C0", alpha=0.6)
+    ax.plot(xs, est, "o", color="C0", ms=3, zorder=3, clip_on=False)  # visible at 0, where a bar has no height
+    for i in np.flatnonzero(np.isfinite(est)):
+        # the value and its count on top: "0.00 (0/4)" says what an empty bar means
+        text = f"{fixed(est[i], 2)} ({int(round(est[i] * n[i]))}/{int(n[i])})" + ("" if ok[i] else "\nno CI")
+        top = high[i] if ok[i] and np.isfinite(high[i]) else est[i]
+        ax.annotate(text, (i, top), textcoords="offset points", xytext=(0, 2), ha="center", va="bottom", fontsize=6)
+    ax.set_xticks(xs, [str(v) for v in acc[x]])
+    ax.set_ylim(0, 1.1)
+    ax.set_yticks(np.linspace(0, 1, 6))
     ax.set_ylabel(f"cloze accuracy (n = {int(acc['n_items'].iloc[0])}, {acc['ci_method'].iloc[0]} CI)")
     if not ok.all():
         ax.set_xlabel(f"no CI: {'; '.join(sorted({w for w in why if w}))}")
