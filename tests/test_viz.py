@@ -354,3 +354,44 @@ def test_cloze_accuracy_shows_an_estimate_of_zero_and_every_count():
     (points,) = [line for line in ax.lines if line.get_marker() == "o"]
     assert list(points.get_ydata()) == [0.0, 0.25] and not points.get_clip_on()
     assert ax.get_ylim() == (0.0, 1.1)
+
+
+def test_a_legend_placed_clear_of_the_data_overlaps_no_error_bar():
+    """Round means' error bars rose into their legend (figures/generation/srefine_round_means.png): the legend now
+    sits above the data's top, the ticks stop at that top (a probability axis shows no tick above 1), and two
+    panels sharing y are raised once, not twice."""
+    import matplotlib.pyplot as plt
+    from matplotlib.transforms import Bbox
+
+    from medeval_kit.viz.figures import figure, legend_clear_of_data
+
+    means = pd.DataFrame({"round": [1, 2, 3, 1, 2, 3], "imputation": ["available"] * 3 + ["locf"] * 3,
+                          "estimate": [0.2, 0.21, 0.22] * 2, "ci_low": [0.19, 0.19, 0.2] * 2,
+                          "ci_high": [0.21, 0.23, 0.24] * 2, "n_items": 10})
+    ax = viz.plot_round_means(means).axes[0]
+    fig = ax.figure
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(r)
+    bars = [Bbox(ax.transData.transform(seg)) for c in ax.collections for seg in c.get_segments()]  # error bars
+    drawn = bars + [line.get_window_extent(r) for line in ax.lines]  # lines, markers and caps
+    assert len(bars) == 6 and all(np.isfinite(b.get_points()).all() for b in drawn)
+    assert not any(legend.overlaps(b) for b in drawn)
+    plt.close(fig)
+
+    fig, ax = figure("single")
+    ax.errorbar([0, 1], [0.9, 0.95], yerr=0.05, label="judge")
+    ax.set_ylim(0, 1)
+    legend_clear_of_data(ax)
+    assert ax.get_ylim()[1] > 1 and max(ax.get_yticks()) <= 1 and ax.spines["left"].get_bounds() == (0, 1)
+    plt.close(fig)
+
+    fig, (a, b) = plt.subplots(1, 2, sharey=True)
+    for x in (a, b):
+        x.plot([0, 1], [0, 1], label="line")
+    a.set_ylim(0, 1)
+    legend_clear_of_data(a)
+    once = a.get_ylim()
+    legend_clear_of_data(b)
+    assert b.get_ylim() == once and once[1] > 1
+    plt.close(fig)

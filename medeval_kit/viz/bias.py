@@ -9,7 +9,7 @@ import pandas as pd
 import seaborn as sns
 
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import PALETTE, figure, paper_style
+from medeval_kit.viz.figures import PALETTE, figure, legend_clear_of_data, paper_style
 from medeval_kit.viz.intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["BIAS_METRIC_LABELS", "bias_metric_label", "plot_flip_rates", "plot_first_slot",
@@ -165,13 +165,13 @@ def plot_consistency_vs_agreement(
                 continue
             ax.errorbar([ex], [ey], xerr=np.abs([[ex - lo[0]], [hi[0] - ex]]),
                         yerr=np.abs([[ey - lo[1]], [hi[1] - ey]]), fmt="o", ms=3, capsize=2, lw=0.7, label=str(j))
-        ax.legend(frameon=False, fontsize=6, ncol=2, loc="lower left")
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel(f"{bias_metric_label(x)} (95% CI)")
         ax.set_ylabel(f"{bias_metric_label(y)} (95% CI)")
         note_no_interval(ax, why)
         ax.set_title(title)
+        legend_clear_of_data(ax, fontsize=6, ncol=2)
     return fig
 
 

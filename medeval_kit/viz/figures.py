@@ -66,6 +66,65 @@ def fixed(v, decimals: int) -> str:
     """
     return f"{_stable(v):.{decimals}f}"
 
+def legend_clear_of_data(ax: Any, *, pad: float = 0.03, **kw: Any):
+    """Draw ``ax``'s legend at its top and raise the y limit until no data reaches the legend.
+
+    Error bars and bands often rise into a legend placed inside the axes. The legend's height is measured (font
+    metrics, so the same on every machine) and the upper y limit raised so that the data's old top stays below
+    it; the y ticks and the left spine still stop at that old top, so an axis bounded by 1 (a probability) shows
+    no tick above 1. Axes sharing y with ``ax`` are raised once. A legend taller than two thirds of the axes is
+    left where it is.
+
+    Parameters
+    ----------
+    ax : Axes
+        The axes, with its data drawn and its y limits set.
+    pad : float, default 0.03
+        Room between the data's top and the legend, as a share of the axes' height.
+    **kw
+        Passed to ``ax.legend`` (default ``loc="upper center"``, ``frameon=False``).
+
+    Returns
+    -------
+    Legend or None
+        The legend (None when nothing has a label).
+
+    Examples
+    --------
+    >>> fig, ax = figure("single")
+    >>> _ = ax.errorbar([1, 2], [0.8, 0.9], yerr=0.1, label="model")
+    >>> ax.set_ylim(0, 1) and None
+    >>> leg = legend_clear_of_data(ax)
+    >>> bool(ax.get_ylim()[1] > 1 and max(ax.get_yticks()) <= 1)
+    True
+    """
+    kw.setdefault("loc", "upper center")
+    kw.setdefault("frameon", False)
+    handles, _ = ax.get_legend_handles_labels()
+    if not handles:
+        return None
+    leg = ax.legend(**kw)
+    get_renderer = getattr(ax.figure.canvas, "get_renderer", None)
+    if ax.get_yscale() != "linear" or get_renderer is None or ax.yaxis_inverted():
+        return leg
+    renderer = get_renderer()
+    share = 1 - leg.get_window_extent(renderer).height / max(ax.get_window_extent(renderer).height, 1) - pad
+    if share < 1 / 3:
+        return leg
+    group = ax.get_shared_y_axes().get_siblings(ax)
+    top = next((a._medeval_data_top for a in group if hasattr(a, "_medeval_data_top")), None)
+    y0, y1 = ax.get_ylim()
+    if top is None:
+        top = y1
+        ticks = [t for t in ax.get_yticks() if y0 - 1e-9 * abs(y1 - y0) <= t <= y1 + 1e-9 * abs(y1 - y0)]
+        for a in group:
+            a._medeval_data_top = top
+        ax.set_yticks(ticks)
+    ax.set_ylim(y0, max(ax.get_ylim()[1], y0 + (top - y0) / share))
+    ax.spines["left"].set_bounds(y0, top)
+    return leg
+
+
 @contextmanager
 def paper_style():
     """Apply the paper style (fonts, sizes, colourblind palette) inside a ``with`` block.

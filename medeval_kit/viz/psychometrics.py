@@ -14,7 +14,7 @@ import pandas as pd
 import seaborn as sns
 
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, fixed, paper_style
+from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, fixed, legend_clear_of_data, paper_style
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
 __all__ = ["plot_difficulty_discrimination", "plot_distractors", "plot_icc", "plot_recovery", "plot_p_by_label"]
@@ -203,7 +203,7 @@ def plot_icc(icc: pd.DataFrame, *, items: Sequence[str] | None = None, band: boo
         ax.set_xlabel("ability θ (standard normal scale)")
         ax.set_ylabel("P(correct)")
         ax.set_title(title)
-        ax.legend(frameon=False, fontsize=5.5, loc="upper left")
+        legend_clear_of_data(ax, fontsize=5.5, loc="upper left")
     return fig
 
 

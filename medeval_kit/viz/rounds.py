@@ -8,7 +8,7 @@ import pandas as pd
 
 from medeval_kit.docstrings import shared_docs
 
-from .figures import figure
+from .figures import figure, legend_clear_of_data
 from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["plot_round_means", "plot_component_trajectories", "plot_stop_best", "plot_curve_fits", "plot_item_rounds",
@@ -65,7 +65,7 @@ def _finish(ax, *, xticks, xlabel: str, ylabel: str, title: str | None, xticklab
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(frameon=False, **legend)
+    legend_clear_of_data(ax, **legend)
 
 
 @shared_docs
