@@ -395,3 +395,29 @@ def test_a_legend_placed_clear_of_the_data_overlaps_no_error_bar():
     legend_clear_of_data(b)
     assert b.get_ylim() == once and once[1] > 1
     plt.close(fig)
+
+
+def test_review_fixes_one_ensemble_size_distractor_markers_and_forest_title():
+    """From the review of the committed figures: one ensemble size kept its points in their slot (the axis had
+    zoomed into the jitter), a share of 1 kept whole markers at the axes' edge, the distractor legend names
+    every mark, and the forest title reads "design: loo (humans)", not "(loo (humans))"."""
+    import matplotlib.pyplot as plt
+
+    ens = pd.DataFrame({"size": [1, 1], "cohen_kappa": [0.44, 0.49], "members": ["a", "b"]})
+    ax = viz.plot_ensembles(ens).axes[0]
+    assert ax.get_xlim() == (0.5, 1.5)
+    plt.close(ax.figure)
+    d = pd.DataFrame({"item": "q1", "option": list("ABC"), "is_key": [True, False, False],
+                      "estimate": [0.6, 0.3, 0.1], "ci_low": [0.4, 0.1, 0.0], "ci_high": [0.8, 0.5, 0.3],
+                      "share_upper": [1.0, 0.0, 0.0], "share_lower": [0.2, 0.5, 0.3]})
+    fig = viz.plot_distractors(d, nonfunctional=0.05)
+    marks = [line for line in fig.axes[0].lines if line.get_marker() in ("^", "v")]
+    assert len(marks) == 2 and not any(m.get_clip_on() for m in marks)
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels == ["upper group", "lower group", "non-functional below 0.05", "key", "distractor"]
+    plt.close(fig)
+    table = pd.DataFrame({"role": ["humans", "judge", "humans", "judge"], "rater": ["humans", "j", "humans", "j"],
+                          "design": ["loo (humans)", "loo (humans)", "pooled", "pooled"], "metric": "cohen_kappa",
+                          "estimate": [0.9, 0.5, 0.9, 0.5], "ci_low": [0.85, 0.4, 0.85, 0.4],
+                          "ci_high": [0.95, 0.6, 0.95, 0.6], "n_items": 40})
+    assert viz.plot_forest(table).axes[0].get_title() == "Judges against the humans; design: loo (humans)"

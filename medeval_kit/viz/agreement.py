@@ -193,7 +193,7 @@ def plot_forest(table: pd.DataFrame, *, design: str | None = None, title: str | 
             ok = table[(table["role"] == "judge") & table["estimate"].notna()]
             design = ok["design"].iloc[0] if len(ok) else table["design"].iloc[0]
         table = table[table["design"] == design]
-        title = title or f"Judges against the humans ({design})"
+        title = title or f"Judges against the humans; design: {design}"
     judges = table[table["role"] == "judge"].reset_index(drop=True)
     ceil = table[table["role"].isin(["ceiling", "humans"])]
     with paper_style():
@@ -249,7 +249,10 @@ def plot_ensembles(table: pd.DataFrame, metric: str = "cohen_kappa", *, title: s
         ax.scatter(x, table[metric], s=6, alpha=0.6, color="C0", label="ensemble")
         best = table.groupby("size")[metric].max()
         ax.plot(best.index, best.values, "-o", ms=3, color="C1", label="best per size")
-        ax.set_xticks(sorted(table["size"].unique()))
+        sizes = sorted(table["size"].unique())
+        ax.set_xticks(sizes)
+        if sizes:  # the jitter stays within its size's slot, even when there is one size
+            ax.set_xlim(sizes[0] - 0.5, sizes[-1] + 0.5)
         ax.set_xlabel("ensemble size (majority vote)")
         ax.set_ylabel(metric_label(metric))
         ax.legend(frameon=False)

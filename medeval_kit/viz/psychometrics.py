@@ -144,12 +144,14 @@ def plot_distractors(distractors: pd.DataFrame, *, items: Sequence[str] | None =
             ax.barh(pos, est, color=colors, height=0.6)
             err = np.abs(np.vstack([est - d["ci_low"].to_numpy(float), d["ci_high"].to_numpy(float) - est]))
             ax.errorbar(est, pos, xerr=np.nan_to_num(err), fmt="none", ecolor="0.4", lw=0.6, capsize=1.5)
+            # not clipped: a share of 1 sits on the axes' edge, and half a marker would be lost there
             ax.plot(d["share_upper"], pos + 0.18, ls="none", marker="^", ms=3, color=sns.color_palette(PALETTE)[0],
-                    label="upper group" if k == 0 else None)
+                    label="upper group" if k == 0 else None, clip_on=False)
             ax.plot(d["share_lower"], pos - 0.18, ls="none", marker="v", ms=3, color=sns.color_palette(PALETTE)[3],
-                    label="lower group" if k == 0 else None)
+                    label="lower group" if k == 0 else None, clip_on=False)
             if nonfunctional is not None:
-                ax.axvline(nonfunctional, color="0.5", lw=0.6, ls="--")
+                ax.axvline(nonfunctional, color="0.5", lw=0.6, ls="--",
+                           label=f"non-functional below {nonfunctional:g}" if k == 0 else None)
             ax.set_yticks(pos)
             ax.set_yticklabels(d["option"].astype(str))
             ax.set_xlim(0, 1)
@@ -161,8 +163,9 @@ def plot_distractors(distractors: pd.DataFrame, *, items: Sequence[str] | None =
         fig.suptitle(title, fontsize=9)
         handles, labels = axes[0][0].get_legend_handles_labels()
         if handles:
-            fig.legend(handles + [plt.Rectangle((0, 0), 1, 1, color="0.2")], labels + ["key"], frameon=False,
-                       fontsize=6, loc="lower center", ncol=3, bbox_to_anchor=(0.5, -0.02))
+            fig.legend(handles + [plt.Rectangle((0, 0), 1, 1, color="0.2"), plt.Rectangle((0, 0), 1, 1, color="0.75")],
+                       labels + ["key", "distractor"], frameon=False, fontsize=6, loc="lower center",
+                       ncol=len(handles) + 2, bbox_to_anchor=(0.5, -0.02))
         fig.tight_layout(rect=(0, 0.04, 1, 0.97))
     return fig
 

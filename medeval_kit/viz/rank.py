@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import MaxNLocator
 
 from medeval_kit.docstrings import shared_docs
 from medeval_kit.viz.figures import PALETTE, figure, fixed, paper_style
@@ -79,6 +80,7 @@ def plot_ratings(ratings: pd.DataFrame, *, judges: Sequence[str] | None = None, 
         ax.axvline(0, color="0.6", lw=0.6, ls=":")
         ax.set_yticks(np.arange(len(models)), models)
         ax.set_xlabel("strength (log-odds scale, mean 0), 95% CI")
+        ax.xaxis.set_major_locator(MaxNLocator(nbins=4))  # long model names leave a narrow axis: few, legible ticks
         ax.set_title(title)
         note_no_interval(ax, why)
         ax.legend(frameon=False, fontsize=6, loc="best")
