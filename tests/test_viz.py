@@ -421,3 +421,17 @@ def test_review_fixes_one_ensemble_size_distractor_markers_and_forest_title():
                           "estimate": [0.9, 0.5, 0.9, 0.5], "ci_low": [0.85, 0.4, 0.85, 0.4],
                           "ci_high": [0.95, 0.6, 0.95, 0.6], "n_items": 40})
     assert viz.plot_forest(table).axes[0].get_title() == "Judges against the humans; design: loo (humans)"
+
+
+def test_best_by_size_does_not_zoom_into_a_flat_line():
+    """Eleven items gave the same best value at every k: the axis spanned 0.0255-0.028 and the flat line looked
+    like a scale; it now spans +-0.05 around the value and says so."""
+    import matplotlib.pyplot as plt
+
+    path = pd.DataFrame({"k": [1, 2, 3] * 2, "kappa": [0.0265] * 3 + [0.1, 0.2, 0.25],
+                         "agreement": [0.73] * 3 + [0.5, 0.6, 0.7], "objective": ["kappa"] * 3 + ["agreement"] * 3})
+    fig = viz.plot_best_by_size(path)
+    flat, varied = fig.axes
+    assert flat.get_ylim() == pytest.approx((0.0265 - 0.05, 0.0265 + 0.05))
+    assert [t.get_text() for t in flat.texts] == ["the same at every k"] and not varied.texts
+    plt.close(fig)

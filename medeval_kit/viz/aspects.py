@@ -158,6 +158,12 @@ def plot_best_by_size(
             for (name, g), c in zip(groups, colors):
                 g = g.sort_values("k")
                 a.plot(g["k"], g[obj], marker="o", ms=3, lw=1, color=c, label=None if name is None else str(name))
+            values = d[obj].to_numpy(float)
+            values = values[np.isfinite(values)]
+            if len(values) and np.ptp(values) < 1e-12:  # one value at every k: no zoom into a flat line
+                a.set_ylim(values[0] - 0.05, values[0] + 0.05)
+                a.annotate("the same at every k", (0.5, 0.62), xycoords="axes fraction", ha="center", fontsize=6,
+                           color="0.3")
             a.set_xlabel("subset size k (best subset of that size)")
             a.set_ylabel(f"in-sample {_OBJ.get(obj, obj)}")
             if by is not None and len(groups) > 1:
