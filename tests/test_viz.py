@@ -435,3 +435,19 @@ def test_best_by_size_does_not_zoom_into_a_flat_line():
     assert flat.get_ylim() == pytest.approx((0.0265 - 0.05, 0.0265 + 0.05))
     assert [t.get_text() for t in flat.texts] == ["the same at every k"] and not varied.texts
     plt.close(fig)
+
+
+def test_rounds_legend_names_every_mark():
+    """Ten items: the lines had no legend and the ring and the dashed line were unexplained."""
+    import matplotlib.pyplot as plt
+
+    rows = [dict(item=f"i{i}", round=r, total=0.2 + 0.01 * ((i + r) % 4), best=r == 2, threshold=0.9)
+            for i in range(10) for r in range(1, 5)]
+    ax = viz.plot_rounds(pd.DataFrame(rows)).axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "one line per item (10)", "selected round", "stopping threshold 0.9"]
+    plt.close(ax.figure)
+    few = viz.plot_rounds(pd.DataFrame([r for r in rows if r["item"] in ("i0", "i1")])).axes[0]
+    assert [t.get_text() for t in few.get_legend().get_texts()] == ["i0", "i1", "selected round",
+                                                                     "stopping threshold 0.9"]
+    plt.close(few.figure)

@@ -100,7 +100,7 @@ def legend_clear_of_data(ax: Any, *, pad: float = 0.03, **kw: Any):
     """
     kw.setdefault("loc", "upper center")
     kw.setdefault("frameon", False)
-    handles, _ = ax.get_legend_handles_labels()
+    handles = kw.get("handles") or ax.get_legend_handles_labels()[0]
     if not handles:
         return None
     leg = ax.legend(**kw)

@@ -9,7 +9,7 @@ import pandas as pd
 
 from medeval_kit.docstrings import shared_docs
 
-from .figures import figure, fixed
+from .figures import figure, fixed, legend_clear_of_data
 from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["plot_rounds", "plot_quality", "plot_grounded_letter_balance", "plot_cloze_accuracy", "plot_stage0_overlap",
@@ -26,7 +26,8 @@ def _axes(ax):
 @shared_docs
 def plot_rounds(generations: pd.DataFrame, *, ax=None):
     """Total critique score by round, one line per item; the selected round is ringed and the stopping
-    threshold (the ``threshold`` column of ``SRefineResult.generations``) dashed.
+    threshold (the ``threshold`` column of ``SRefineResult.generations``) dashed. The legend names every mark
+    (each item by name up to 8 items).
 
     Parameters
     ----------
@@ -38,22 +39,30 @@ def plot_rounds(generations: pd.DataFrame, *, ax=None):
     -------
     {figure}
     """
+    from matplotlib.lines import Line2D
+
     fig, ax = _axes(ax)
     g = generations
+    n_items = g["item"].nunique()
     for it, d in g.groupby("item", sort=True):
         d = d.sort_values("round")
-        ax.plot(d["round"], d["total"], marker="o", lw=1, label=str(it))
+        ax.plot(d["round"], d["total"], marker="o", lw=1, label=str(it) if n_items <= 8 else None)
         b = d[d["best"]]
         ax.scatter(b["round"], b["total"], s=80, facecolors="none", edgecolors="k", zorder=3)
     thr = g["threshold"].dropna().unique() if "threshold" in g.columns else []
+    # every mark named: the items (each by name when there are few), the ring and the threshold
+    extra = [] if n_items <= 8 else [(Line2D([], [], marker="o", lw=1, color="0.5"), f"one line per item ({n_items})")]
+    extra.append((Line2D([], [], ls="none", marker="o", ms=8, mfc="none", mec="k"), "selected round"))
     if len(thr) == 1:
         ax.axhline(float(thr[0]), ls="--", lw=0.8, color="grey")
+        extra.append((Line2D([], [], ls="--", lw=0.8, color="grey"), f"stopping threshold {float(thr[0]):g}"))
     ax.set_xlabel("round (1 = initial draft); n = items with that round")
     ax.set_ylabel("total critique score (mean of components)")
     rounds = sorted(g["round"].unique())
     ax.set_xticks(rounds, [f"{r:g}\nn={g.loc[g['round'] == r, 'item'].nunique()}" for r in rounds])
-    if g["item"].nunique() <= 8:
-        ax.legend(fontsize=6, frameon=False)
+    handles, labels = ax.get_legend_handles_labels()
+    legend_clear_of_data(ax, handles=handles + [h for h, _ in extra], labels=labels + [lab for _, lab in extra],
+                         fontsize=6, ncol=2)
     return fig
 
 
