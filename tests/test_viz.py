@@ -451,3 +451,18 @@ def test_rounds_legend_names_every_mark():
     assert [t.get_text() for t in few.get_legend().get_texts()] == ["i0", "i1", "selected round",
                                                                      "stopping threshold 0.9"]
     plt.close(few.figure)
+
+
+def test_a_long_y_label_is_wrapped_to_the_axes_height():
+    """One criterion makes a short axes: the flip-rate label ran above and below the figure."""
+    import matplotlib.pyplot as plt
+
+    res = pd.DataFrame({"judge": ["local"], "criterion": "overall", "metric": "flip_rate", "estimate": [0.97],
+                        "ci_low": [0.9], "ci_high": [1.0], "n_items": [40]})
+    for fig in (viz.plot_flip_rates(res), viz.plot_first_slot(res.assign(metric="first_slot_rate"))):
+        ax = fig.axes[0]
+        fig.canvas.draw()
+        r = fig.canvas.get_renderer()
+        assert "\n" in ax.get_ylabel()
+        assert ax.yaxis.label.get_window_extent(r).height <= ax.get_window_extent(r).height
+        plt.close(fig)

@@ -9,7 +9,7 @@ import pandas as pd
 import seaborn as sns
 
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import PALETTE, figure, legend_clear_of_data, paper_style
+from medeval_kit.viz.figures import PALETTE, figure, fit_label, legend_clear_of_data, paper_style
 from medeval_kit.viz.intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["BIAS_METRIC_LABELS", "bias_metric_label", "plot_flip_rates", "plot_first_slot",
@@ -77,7 +77,7 @@ def _errorbar_plot(res: pd.DataFrame, metric: str, ylabel: str, ref: float | Non
             ax.axhline(ref, color="0.5", lw=0.8, ls="--")
         ax.set_xticks(np.arange(len(crits)))
         ax.set_xticklabels(crits, rotation=30 if len(crits) > 3 else 0, ha="right" if len(crits) > 3 else "center")
-        ax.set_ylabel(ylabel)
+        fit_label(ax, ylabel)
         ax.set_ylim(0, 1)
         ax.set_title(title)
         note_no_interval(ax, why)
@@ -168,7 +168,7 @@ def plot_consistency_vs_agreement(
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
         ax.set_xlabel(f"{bias_metric_label(x)} (95% CI)")
-        ax.set_ylabel(f"{bias_metric_label(y)} (95% CI)")
+        fit_label(ax, f"{bias_metric_label(y)} (95% CI)")
         note_no_interval(ax, why)
         ax.set_title(title)
         legend_clear_of_data(ax, fontsize=6, ncol=2)

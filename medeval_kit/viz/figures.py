@@ -125,6 +125,49 @@ def legend_clear_of_data(ax: Any, *, pad: float = 0.03, **kw: Any):
     return leg
 
 
+def fit_label(ax: Any, text: str, axis: str = "y") -> str:
+    """Set ``ax``'s ``axis`` label to ``text``, broken into lines where it is longer than the axes' side.
+
+    A long y label on a short axes ran above and below the figure. The text is measured with the font's metrics
+    (the same on every machine) and wrapped at spaces into as few lines as fit.
+
+    Parameters
+    ----------
+    ax : Axes
+        The axes.
+    text : str
+        The label.
+    axis : {"y", "x"}, default "y"
+        Which label.
+
+    Returns
+    -------
+    str
+        The label as set (with its line breaks).
+
+    Examples
+    --------
+    >>> fig, ax = figure("single", aspect=0.4)
+    >>> "\\n" in fit_label(ax, "flip rate (verdict changes with the order), 95% CI")
+    True
+    """
+    import textwrap
+
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    label = ax.yaxis.label if axis == "y" else ax.xaxis.label
+    prop = FontProperties(size=label.get_fontsize())
+    box = ax.get_position()
+    room = 72 * (box.height * ax.figure.get_figheight() if axis == "y" else box.width * ax.figure.get_figwidth())
+    width = text_to_path.get_text_width_height_descent(text, prop, ismath=False)[0]
+    if width > room and " " in text:
+        lines = int(np.ceil(width / max(room, 1.0)))
+        text = "\n".join(textwrap.wrap(text, width=int(np.ceil(len(text) / lines)) + 1, break_long_words=False))
+    (ax.set_ylabel if axis == "y" else ax.set_xlabel)(text)
+    return text
+
+
 @contextmanager
 def paper_style():
     """Apply the paper style (fonts, sizes, colourblind palette) inside a ``with`` block.
