@@ -343,3 +343,25 @@ def test_plots_draw_the_tables():
     assert plot_budget_curve(b, ax=ax) is fig3
     assert plot_budget_curve(b.assign(dataset="toy")).axes[0].get_xlim() == (0.0, 1.0)
     plt.close("all")
+
+
+def test_calibration_effect_legend_sits_below_the_x_labels_and_the_crosses_on_top():
+    """The figure review: the legend touched the x labels, the two x labels nearly met, and the 'without the
+    planted bias' crosses hid behind the points."""
+    import matplotlib.pyplot as plt
+
+    from medeval_kit.viz.calibration import plot_calibration_effect
+
+    c, humans = four_items()
+    e = cal.calibration_effect(c, humans, n_boot=50)
+    e = pd.concat([e.assign(dataset="toy"), e.assign(dataset="other", unbiased_target=0.9)])
+    fig = plot_calibration_effect(e)
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legend = fig.legends[0].get_window_extent(r)
+    labels = [a.xaxis.get_tightbbox(r) for a in fig.axes]
+    assert all(legend.y1 <= b.y0 for b in labels)
+    assert labels[0].x1 < labels[1].x0  # the two x labels (and tick labels) do not meet
+    crosses = [line for line in fig.axes[0].lines if line.get_marker() == "x"]
+    assert crosses and all(line.get_zorder() > 3 for line in crosses)
+    plt.close(fig)

@@ -10,7 +10,7 @@ import seaborn as sns
 
 from medeval_kit.bias.calibration import METHOD_LABELS, METHODS
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, paper_style
+from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, fit_label, paper_style
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
 __all__ = ["plot_calibration_effect", "plot_budget_curve"]
@@ -75,7 +75,7 @@ def plot_calibration_effect(effect: pd.DataFrame, *, metric: str = "accuracy", b
                 if comp == "level" and "unbiased_target" in s.columns:
                     t = pd.to_numeric(s["unbiased_target"], errors="coerce").to_numpy(float)
                     if np.isfinite(t).any():  # where the same judge lands without the planted bias
-                        a.plot(t, y, ls="none", marker="x", ms=4, mew=0.9, color=colors[k],
+                        a.plot(t, y, ls="none", marker="x", ms=5, mew=1.1, color=colors[k], zorder=4,
                                label=None if targets else "x: the same judge without the planted bias")
                         targets = True
         base = d.loc[d["comparison"] == "difference", "baseline"]
@@ -83,16 +83,26 @@ def plot_calibration_effect(effect: pd.DataFrame, *, metric: str = "accuracy", b
         axes[0].set_yticks(np.arange(len(methods)))
         axes[0].set_yticklabels([METHOD_LABELS.get(m, m) for m in methods])
         axes[0].invert_yaxis()
-        axes[0].set_xlabel(f"{_METRIC_WORDS.get(metric, metric)}, 95% CI")
+        fit_label(axes[0], f"{_METRIC_WORDS.get(metric, metric)}, 95% CI", axis="x")
         axes[1].axvline(0, color="0.5", lw=0.8, ls="--")
-        axes[1].set_xlabel(f"paired difference from '{METHOD_LABELS.get(base, base)}', 95% CI")
+        fit_label(axes[1], f"paired difference from '{METHOD_LABELS.get(base, base)}', 95% CI", axis="x")
         note_no_interval(axes[0], why)
         if len(groups) > 1 or groups[0]:
             handles, labels = axes[0].get_legend_handles_labels()
             fig.legend(handles, labels, frameon=False, fontsize=6, loc="upper center", ncol=min(len(groups), 2),
-                       bbox_to_anchor=(0.5, 0.0))
+                       bbox_to_anchor=(0.5, _below_xlabels(fig, axes)))
         fig.suptitle(title, fontsize=9)
     return fig
+
+
+def _below_xlabels(fig, axes) -> float:
+    """The figure-fraction height just under the lowest x label of ``axes`` (0 when it cannot be measured)."""
+    get_renderer = getattr(fig.canvas, "get_renderer", None)
+    if get_renderer is None:
+        return 0.0
+    renderer = get_renderer()
+    bottom = min(a.xaxis.get_tightbbox(renderer).y0 for a in axes)
+    return float(bottom / fig.bbox.height) - 0.01
 
 
 @shared_docs
