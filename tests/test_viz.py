@@ -466,3 +466,15 @@ def test_a_long_y_label_is_wrapped_to_the_axes_height():
         assert "\n" in ax.get_ylabel()
         assert ax.yaxis.label.get_window_extent(r).height <= ax.get_window_extent(r).height
         plt.close(fig)
+
+
+def test_difficulty_discrimination_keys_its_marks_under_the_axis_not_over_the_data():
+    """The '-1' note sat on the plot's bottom row, crossed by the p = 0.3 / 0.9 lines and an error bar."""
+    import matplotlib.pyplot as plt
+
+    t = pd.DataFrame({"item": ["a", "b", "c"], "source": "s", "p": [0.5, 1.0, 0.0], "r_pbis": [0.3, np.nan, np.nan],
+                      "r_pbis_low": [0.1, np.nan, np.nan], "r_pbis_high": [0.5, np.nan, np.nan], "n_flags": [1, 0, 0]})
+    ax = viz.plot_difficulty_discrimination(t).axes[0]
+    assert not ax.texts
+    assert ax.get_xlabel().split("\n")[1] == "ringed: flagged; x at -1: 2 items with no r (everyone right or wrong)"
+    plt.close(ax.figure)

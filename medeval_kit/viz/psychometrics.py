@@ -70,9 +70,9 @@ def plot_difficulty_discrimination(table: pd.DataFrame, *, x: str = "p", y: str 
             undefined = dg[dg[x].notna() & dg[y].isna()]
             ax.plot(undefined[x], np.full(len(undefined), -1.0), ls="none", marker="x", ms=4, color=colors[k], mew=0.7)
         n_undefined = int((d[x].notna() & d[y].isna()).sum())
-        if n_undefined:
-            ax.text(0.99, 0.01, f"x at -1: {n_undefined} items with no r (everyone right or wrong)",
-                    transform=ax.transAxes, fontsize=6, ha="right", va="bottom", color="0.3")
+        # the marks' key under the x axis, where no data or line crosses it
+        keys = (["ringed: flagged"] if "n_flags" in d.columns else []) + (
+            [f"x at -1: {n_undefined} items with no r (everyone right or wrong)"] if n_undefined else [])
         for v in (too_hard, too_easy):
             if v is not None:
                 ax.axvline(v, color="0.5", lw=0.7, ls="--")
@@ -81,13 +81,13 @@ def plot_difficulty_discrimination(table: pd.DataFrame, *, x: str = "p", y: str 
         ax.axhline(0, color="0.3", lw=0.6)
         ax.set_xlim(-0.03, 1.03)
         ax.set_ylim(-1.08, 1.05)
-        ax.set_xlabel("difficulty p (share correct)")
+        ax.set_xlabel("\n".join(["difficulty p (share correct)", "; ".join(keys)] if keys else
+                                 ["difficulty p (share correct)"]))
         ax.set_ylabel("corrected point-biserial r, 95% CI")
         ax.set_title(title)
         note_no_interval(ax, why)
         if groups != [None]:
             ax.legend(frameon=False, fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0), title=None)
-        ax.text(0.01, 0.99, "ringed: flagged", transform=ax.transAxes, fontsize=6, va="top", color="0.3")
     return fig
 
 
