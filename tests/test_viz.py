@@ -478,3 +478,17 @@ def test_difficulty_discrimination_keys_its_marks_under_the_axis_not_over_the_da
     assert not ax.texts
     assert ax.get_xlabel().split("\n")[1] == "ringed: flagged; x at -1: 2 items with no r (everyone right or wrong)"
     plt.close(ax.figure)
+
+
+def test_stop_rules_plot_says_what_it_measures_in_words():
+    """The review: 'share all rounds (wilson 95% CI)' and no title."""
+    import matplotlib.pyplot as plt
+
+    comp = pd.DataFrame({"topics": ["human", "human"], "stop_rule": ["total", "all_components"],
+                         "measure": "share_all_rounds", "estimate": [1.0, 0.8], "ci_low": [0.72, 0.49],
+                         "ci_high": [1.0, 0.94], "ci_method": "Wilson", "n_items": 10})
+    ax = viz.plot_stop_rules(comp).axes[0]
+    assert ax.get_title() == "Stop rules: share of items that ran every round"
+    assert ax.get_ylabel().replace("\n", " ") == "share of items that ran every round (Wilson 95% CI)"
+    assert [t.get_text().split("\n")[1] for t in ax.get_xticklabels()] == ["total score", "every component"]
+    plt.close(ax.figure)

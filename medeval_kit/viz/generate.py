@@ -9,7 +9,7 @@ import pandas as pd
 
 from medeval_kit.docstrings import shared_docs
 
-from .figures import figure, fixed, legend_clear_of_data
+from .figures import figure, fit_label, fixed, legend_clear_of_data
 from .intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["plot_rounds", "plot_quality", "plot_grounded_letter_balance", "plot_cloze_accuracy", "plot_stage0_overlap",
@@ -234,11 +234,23 @@ def plot_stop_rules(comparison: pd.DataFrame, *, measure: str = "share_all_round
     """
     fig, ax = _axes(ax)
     d = comparison[comparison["measure"] == measure].reset_index(drop=True)
-    labels = [f"{t} topics\n{r}" for t, r in zip(d["topics"], d["stop_rule"])]
+    labels = [f"{t} topics\n{_STOP_RULE_WORDS.get(r, r)}" for t, r in zip(d["topics"], d["stop_rule"])]
     why = draw_estimates(ax, np.arange(len(d)), d["estimate"], d["ci_low"], d["ci_high"], n=d["n_items"])
     ax.set_xticks(np.arange(len(d)), [f"{lab}\nn={n}" for lab, n in zip(labels, d["n_items"])], fontsize=6)
-    ax.set_ylabel(measure.replace("_", " ") + f" ({d['ci_method'].iloc[0] if len(d) else ''} 95% CI)")
+    method = f"{d['ci_method'].iloc[0]} 95% CI" if len(d) else "95% CI"
+    fit_label(ax, f"{_STOP_MEASURE_WORDS.get(measure, measure.replace('_', ' '))} ({method})")
+    ax.set_xlabel("topic source and stop rule")
+    ax.set_title(f"Stop rules: {_STOP_MEASURE_WORDS.get(measure, measure.replace('_', ' '))}")
     if measure.startswith("share"):
         ax.set_ylim(-0.02, 1.02)
     note_no_interval(ax, why)
     return fig
+
+
+_STOP_MEASURE_WORDS = {
+    "share_all_rounds": "share of items that ran every round",
+    "share_stopped_by_rule": "share of items stopped by the rule",
+    "share_best_round_1": "share of items whose best round is the first",
+    "mean_rounds": "mean rounds per item",
+}
+_STOP_RULE_WORDS = {"total": "total score", "all_components": "every component"}
