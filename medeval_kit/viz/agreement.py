@@ -12,7 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from medeval_kit.agreement.registry import REGISTRY
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import figure, fixed, paper_style
+from medeval_kit.viz.figures import figure, fixed, paper_style, text_width_pt
 from medeval_kit.viz.intervals import draw_estimates, no_interval_reasons, note_no_interval
 
 __all__ = ["metric_label", "plot_kappa_heatmap", "plot_forest", "plot_ensembles", "plot_delta_forest",
@@ -83,15 +83,10 @@ def _cell_lines_shown(lines: list[list[list[str]]], cell_pt: float) -> int:
     """How many text lines every cell of a ``cell_pt`` square shows: 2 (estimate and CI), 1 (the estimate) or 0,
     the most at which the widest text and the lines' height fit in 90% of the cell (measured with the font's
     metrics, so the same on every machine)."""
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import text_to_path
-
-    prop = FontProperties(size=CELL_FONT_PT)
     room = 0.9 * cell_pt
     for n in (2, 1):
         texts = {t for row in lines for cell in row for t in cell[:n]}
-        widest = max((text_to_path.get_text_width_height_descent(t, prop, ismath=False)[0] for t in texts),
-                     default=0.0)
+        widest = max((text_width_pt(t, CELL_FONT_PT) for t in texts), default=0.0)
         if widest <= room and n * 1.2 * CELL_FONT_PT <= room:
             return n
     return 0

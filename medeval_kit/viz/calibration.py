@@ -10,7 +10,7 @@ import seaborn as sns
 
 from medeval_kit.bias.calibration import METHOD_LABELS, METHODS
 from medeval_kit.docstrings import shared_docs
-from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, fit_label, paper_style
+from medeval_kit.viz.figures import DOUBLE_COLUMN, PALETTE, figure, fit_label, paper_style, renderer_of
 from medeval_kit.viz.intervals import draw_estimates, note_no_interval
 
 __all__ = ["plot_calibration_effect", "plot_budget_curve"]
@@ -97,10 +97,9 @@ def plot_calibration_effect(effect: pd.DataFrame, *, metric: str = "accuracy", b
 
 def _below_xlabels(fig, axes) -> float:
     """The figure-fraction height just under the lowest x label of ``axes`` (0 when it cannot be measured)."""
-    get_renderer = getattr(fig.canvas, "get_renderer", None)
-    if get_renderer is None:
+    renderer = renderer_of(fig)
+    if renderer is None:
         return 0.0
-    renderer = get_renderer()
     bottom = min(a.xaxis.get_tightbbox(renderer).y0 for a in axes)
     return float(bottom / fig.bbox.height) - 0.01
 

@@ -66,6 +66,22 @@ def fixed(v, decimals: int) -> str:
     """
     return f"{_stable(v):.{decimals}f}"
 
+
+def text_width_pt(text: str, size: float) -> float:
+    """Width in points of one line of ``text`` at font ``size``, from the font's metrics (no renderer: the same on
+    every machine)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import text_to_path
+
+    return text_to_path.get_text_width_height_descent(text, FontProperties(size=size), ismath=False)[0]
+
+
+def renderer_of(fig: Any):
+    """The renderer of ``fig``'s canvas, or None when the canvas has none (nothing can be measured)."""
+    get_renderer = getattr(fig.canvas, "get_renderer", None)
+    return None if get_renderer is None else get_renderer()
+
+
 def legend_clear_of_data(ax: Any, *, pad: float = 0.03, **kw: Any):
     """Draw ``ax``'s legend at its top and raise the y limit until no data reaches the legend.
 
@@ -104,10 +120,9 @@ def legend_clear_of_data(ax: Any, *, pad: float = 0.03, **kw: Any):
     if not handles:
         return None
     leg = ax.legend(**kw)
-    get_renderer = getattr(ax.figure.canvas, "get_renderer", None)
-    if ax.get_yscale() != "linear" or get_renderer is None or ax.yaxis_inverted():
+    renderer = renderer_of(ax.figure)
+    if ax.get_yscale() != "linear" or renderer is None or ax.yaxis_inverted():
         return leg
-    renderer = get_renderer()
     share = 1 - leg.get_window_extent(renderer).height / max(ax.get_window_extent(renderer).height, 1) - pad
     if share < 1 / 3:
         return leg
@@ -153,14 +168,10 @@ def fit_label(ax: Any, text: str, axis: str = "y") -> str:
     """
     import textwrap
 
-    from matplotlib.font_manager import FontProperties
-    from matplotlib.textpath import text_to_path
-
     label = ax.yaxis.label if axis == "y" else ax.xaxis.label
-    prop = FontProperties(size=label.get_fontsize())
     box = ax.get_position()
     room = 72 * (box.height * ax.figure.get_figheight() if axis == "y" else box.width * ax.figure.get_figwidth())
-    width = text_to_path.get_text_width_height_descent(text, prop, ismath=False)[0]
+    width = text_width_pt(text, label.get_fontsize())
     if width > room and " " in text:
         lines = int(np.ceil(width / max(room, 1.0)))
         text = "\n".join(textwrap.wrap(text, width=int(np.ceil(len(text) / lines)) + 1, break_long_words=False))
